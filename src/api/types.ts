@@ -1,0 +1,34 @@
+// The client's interface as the rest of the code sees it (apply/, agent/, cli/).
+// The implementation is the undici client in client.ts; tests may pass a fake.
+import type { Action, FirmwareBundle, FirmwareUpdate, PhaseSpec } from '../model/index.js';
+
+export interface TenantClient {
+  readonly tenant: string;
+  /** Every bundle, following DRF `next` links until null. */
+  listBundles(signal?: AbortSignal): Promise<FirmwareBundle[]>;
+  /** Streams pages of bundles so that a large tenant is not held twice in memory. */
+  bundlePages(signal?: AbortSignal): AsyncIterable<FirmwareBundle[]>;
+  getBundle(version: string, signal?: AbortSignal): Promise<FirmwareBundle>;
+  /** GET /api/v1/actions/{id}; null on 404. The one read beyond the API document. */
+  getAction(id: number, signal?: AbortSignal): Promise<Action | null>;
+  /** PUT /api/v1/firmwares/{version-number}; retried on network errors, 429, 502-504. */
+  putFirmware(versionNumber: string, body: FirmwareUpdate, signal?: AbortSignal): Promise<void>;
+  /**
+   * POST append_phase, never retried. On failure throws ApiError whose details.outcome says
+   * 'not-sent' (certainly not applied) or 'unknown' (read the action back to decide).
+   */
+  appendPhase(actionId: number, phase: PhaseSpec, signal?: AbortSignal): Promise<Action>;
+}
+
+export interface ApiClientOptions {
+  readonly baseUrl: string;
+  /** tenant → API key. Keys are held here and nowhere else. */
+  readonly keys: ReadonlyMap<string, string>;
+  readonly insecureHttp?: boolean;
+  readonly caFile?: string;
+  readonly timeoutMs?: number;
+  readonly maxRetries?: number;
+  /** Starting (and maximum) number of requests in flight per tenant. */
+  readonly concurrency?: number;
+  readonly userAgent?: string;
+}

@@ -1,0 +1,55 @@
+// What every command shares: the global options, colours, the stderr logger.
+import { styleText } from 'node:util';
+import type { Logger } from '../model/index.js';
+import { redact } from '../redact.js';
+
+export interface GlobalOptions {
+  config?: string;
+  dir?: string;
+  tenant?: string[];
+  selector?: string[];
+  insecureHttp?: boolean;
+  caFile?: string;
+  color?: boolean;
+  debug?: boolean;
+}
+
+/** Colours only on a TTY, never with --no-color or NO_COLOR (https://no-color.org). */
+export function useColor(globals: GlobalOptions, stream: NodeJS.WriteStream = process.stdout): boolean {
+  if (globals.color === false) return false;
+  if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false;
+  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '0') return true;
+  return stream.isTTY === true;
+}
+
+export type Style = Parameters<typeof styleText>[0];
+
+export function paint(enabled: boolean): (style: Style, text: string) => string {
+  return enabled ? (style, text) => styleText(style, text) : (_style, text) => text;
+}
+
+/** Parses --selector k=v flags into a label map. */
+export function parseSelector(selector: readonly string[] | undefined): Record<string, string> | undefined {
+  if (!selector || selector.length === 0) return undefined;
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const s of selector) {
+    const eq = s.indexOf('=');
+    if (eq <= 0) throw new Error(`--selector takes key=value, not "${s}"`);
+    out[s.slice(0, eq)] = s.slice(eq + 1);
+  }
+  return out;
+}
+
+/** Human-readable lines on standard error; debug lines only with --debug. Keys are redacted. */
+export function stderrLogger(debug: boolean): Logger {
+  const write = (level: string, msg: string, fields?: Record<string, unknown>) => {
+    const extra = fields && Object.keys(fields).length > 0 ? ` ${JSON.stringify(fields)}` : '';
+    process.stderr.write(redact(`${level}${msg}${extra}`) + '\n');
+  };
+  return {
+    debug: (msg, fields) => { if (debug) write('debug: ', msg, fields); },
+    info: (msg, fields) => write('', msg, fields),
+    warn: (msg, fields) => write('warning: ', msg, fields),
+    error: (msg, fields) => write('error: ', msg, fields),
+  };
+}

@@ -1,0 +1,4 @@
+// Placeholder until the command lands in this session.
+export async function run(): Promise<number> {
+  throw new Error('validate is not built yet');
+}

@@ -1,0 +1,3 @@
+// The programmatic API, for tests and for tools that embed dus-sync.
+export * from './model/index.js';
+export * from './errors.js';

@@ -1,0 +1,228 @@
+// The vocabulary of dus-sync: desired / live / plan / change / conflict / apply.
+// Plain readonly data only; document and API shapes come from schemas/ (schema.gen.ts).
+import type {
+  Action as ApiAction,
+  Config,
+  Dependency,
+  FirmwareSpec,
+  FirmwareUpdate,
+} from './schema.gen.js';
+
+export type * from './schema.gen.js';
+
+export type JsonObject = { [key: string]: unknown };
+
+/** Where a document (or a value inside it) was written. Lines and columns are 1-based. */
+export interface SourceLocation {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+// ---------------------------------------------------------------- desired
+
+/** A phase as the desired state holds it: trigger_on and info default to {}. */
+export interface PhaseSpec {
+  readonly name: string;
+  readonly trigger_on: JsonObject;
+  readonly info: JsonObject;
+}
+
+export interface DesiredFirmware {
+  readonly kind: 'firmware';
+  readonly tenant: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly source: SourceLocation;
+  readonly spec: Readonly<FirmwareSpec>;
+}
+
+export interface DesiredAction {
+  readonly kind: 'action';
+  readonly tenant: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly source: SourceLocation;
+  readonly id: number;
+  readonly phases: readonly PhaseSpec[];
+}
+
+export type DesiredObject = DesiredFirmware | DesiredAction;
+
+export interface DesiredState {
+  readonly firmwares: readonly DesiredFirmware[];
+  readonly actions: readonly DesiredAction[];
+  /** Every file that was read (relative to the config folder), sorted. */
+  readonly files: readonly string[];
+}
+
+/** The config after files, flags and environment are merged. Never holds a key. */
+export interface ResolvedConfig {
+  /** Absolute path of the config file, when there is one. */
+  readonly file?: string;
+  /** Absolute folder that resources are relative to. */
+  readonly dir: string;
+  readonly baseUrl?: string;
+  readonly defaultTenant?: string;
+  /** Where each tenant's key comes from. A tenant without an entry uses DUS_API_KEY. */
+  readonly tenants: Readonly<Record<string, { readonly apiKeyEnv?: string; readonly apiKeyFile?: string }>>;
+  readonly resources?: readonly string[];
+  readonly safety: Readonly<SafetyLimits>;
+  /** watch.interval in milliseconds (default 5 minutes). */
+  readonly watchIntervalMs: number;
+  readonly suspend: boolean;
+  /** The raw document, for tools that need to echo it. */
+  readonly raw?: Readonly<Config>;
+}
+
+export interface SafetyLimits {
+  readonly maxChanges?: number;
+  readonly maxDeactivations?: number;
+}
+
+// ---------------------------------------------------------------- live
+
+/** One firmware record as read live (the same firmware in several bundles is one record). */
+export interface LiveFirmware {
+  readonly version_number: string;
+  readonly component_name: string;
+  readonly firmware_id: string | null;
+  readonly is_deactivated: boolean | null;
+  readonly uncompressed_size: number | null;
+  readonly dependencies: readonly Dependency[];
+  /** Versions of the bundles the record appears in, sorted. */
+  readonly bundles: readonly string[];
+}
+
+export interface LiveTenant {
+  /** version_number → the records with that number, one per component (more than one is ambiguous). */
+  readonly firmwares: ReadonlyMap<string, readonly LiveFirmware[]>;
+  /** action id → the action, or null when the API said 404. Only the declared actions are read. */
+  readonly actions: ReadonlyMap<number, ApiAction | null>;
+}
+
+export interface LiveState {
+  readonly tenants: ReadonlyMap<string, LiveTenant>;
+}
+
+// ---------------------------------------------------------------- plan
+
+/** The managed firmware fields. */
+export interface FirmwareFields {
+  is_deactivated?: boolean;
+  uncompressed_size?: number;
+  dependencies?: Dependency[];
+}
+
+export interface FirmwareChange {
+  readonly tenant: string;
+  readonly kind: 'firmware';
+  readonly op: 'update';
+  /** The version_number. */
+  readonly key: string;
+  readonly component_name: string;
+  /** Only the fields that change, as live has them. */
+  readonly before: FirmwareFields;
+  /** Only the fields that change, as desired. */
+  readonly after: FirmwareFields;
+  /** The full PUT body: managed fields from desired, the rest as read live. */
+  readonly body: FirmwareUpdate;
+  readonly source?: SourceLocation;
+}
+
+export interface PhaseChange {
+  readonly tenant: string;
+  readonly kind: 'phase';
+  readonly op: 'append';
+  /** The action id, as a string (plan JSON keys are strings). */
+  readonly key: string;
+  readonly action_id: number;
+  /** 0-based index the phase will have in the action's list. */
+  readonly index: number;
+  readonly after: PhaseSpec;
+  readonly source?: SourceLocation;
+}
+
+export type Change = FirmwareChange | PhaseChange;
+
+export interface Conflict {
+  readonly tenant: string;
+  readonly kind: 'action';
+  readonly key: string;
+  readonly message: string;
+  readonly index?: number;
+  readonly source?: SourceLocation;
+}
+
+export interface PlanError {
+  readonly tenant: string;
+  readonly kind: 'firmware' | 'action';
+  readonly key: string;
+  readonly message: string;
+  readonly source?: SourceLocation;
+}
+
+export interface PlanSummary {
+  readonly changes: number;
+  readonly conflicts: number;
+  readonly errors: number;
+  readonly unchanged: number;
+}
+
+export interface Plan {
+  readonly format_version: 1;
+  readonly changes: readonly Change[];
+  readonly conflicts: readonly Conflict[];
+  readonly errors: readonly PlanError[];
+  readonly summary: PlanSummary;
+}
+
+/** A plan saved with `plan --out`: enough of the live state to refuse it once live has moved. */
+export interface SavedPlan extends Plan {
+  readonly tool_version: string;
+  readonly created_at: string;
+  /** sha256 of the canonical desired state the plan was computed from. */
+  readonly desired_digest: string;
+  /** sha256 of the canonical managed live fields of every live object the plan read. */
+  readonly live_fingerprints: readonly LiveFingerprint[];
+}
+
+export interface LiveFingerprint {
+  readonly tenant: string;
+  readonly kind: 'firmware' | 'action';
+  readonly key: string;
+  readonly digest: string;
+}
+
+// ---------------------------------------------------------------- apply
+
+export type ChangeStatus = 'applied' | 'failed' | 'skipped';
+
+export interface ChangeResult {
+  readonly change: Change;
+  readonly status: ChangeStatus;
+  /** One sentence; never holds a key. */
+  readonly message?: string;
+  readonly durationMs: number;
+}
+
+export interface ApplyReport {
+  readonly results: readonly ChangeResult[];
+  readonly applied: number;
+  readonly failed: number;
+  readonly skipped: number;
+  /** Objects that still differ after the re-fetch ("tenant kind key: why"). */
+  readonly unconverged: readonly string[];
+}
+
+// ---------------------------------------------------------------- edges
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
