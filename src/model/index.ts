@@ -165,6 +165,8 @@ export interface PlanSummary {
   readonly conflicts: number;
   readonly errors: number;
   readonly unchanged: number;
+  /** Unchanged objects per tenant (every tenant with a desired object in scope), for per-tenant tables. */
+  readonly unchanged_by_tenant?: Readonly<Record<string, number>>;
 }
 
 export interface Plan {
