@@ -1,0 +1,87 @@
+// The agent's logger: pino JSON lines for machines (a container's log collector), readable lines
+// on a terminal. Logs go to standard error: standard output carries only a command's result.
+// Every line passes through redact() as the last step before it is written, so a key can
+// reach no log, whatever logged it (our adapter, a child logger, a library).
+import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import pretty from 'pino-pretty';
+import type { Logger } from '../model/index.js';
+import { redact } from '../redact.js';
+
+export interface LoggerOptions {
+  readonly debug?: boolean;
+  /** Default: process.stderr. */
+  readonly stream?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** 'auto' (default): readable on a TTY, JSON lines otherwise. */
+  readonly format?: 'auto' | 'json' | 'pretty';
+  /** Colours in readable mode (default: when the stream is a TTY and NO_COLOR is unset). */
+  readonly color?: boolean;
+  /** Fields on every line (e.g. { agent: 'dus-sync' }). */
+  readonly base?: Record<string, unknown>;
+}
+
+export interface AgentLogger extends Logger {
+  readonly pino: PinoLogger;
+}
+
+// Header fields are censored by name too, in case a request object is ever logged whole.
+const REDACT_PATHS = [
+  'headers["x-service-api-key"]',
+  '*.headers["x-service-api-key"]',
+  '*.*.headers["x-service-api-key"]',
+  'apiKey', '*.apiKey', 'api_key', '*.api_key',
+];
+
+export function createLogger(opts: LoggerOptions = {}): AgentLogger {
+  const stream = opts.stream ?? process.stderr;
+  const readable = opts.format === 'pretty' || (opts.format !== 'json' && stream.isTTY === true);
+  const debug = opts.debug === true;
+  const destination: DestinationStream = readable
+    // A stream in this thread, not a worker transport: it keeps working inside the esbuild bundle
+    // and writes synchronously, so nothing is lost when the process exits.
+    ? pretty({ destination: stream, sync: true, colorize: opts.color ?? (stream.isTTY === true && !process.env.NO_COLOR), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    : (stream as DestinationStream);
+  const log = pino({
+    level: debug ? 'debug' : 'info',
+    base: opts.base ?? null,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    hooks: {
+      logMethod(args, method) {
+        method.apply(this, args.map((a) => cleanArg(a, debug)) as Parameters<typeof method>);
+      },
+      streamWrite: (line) => redact(line),
+    },
+  }, destination);
+  return adapt(log);
+}
+
+/** The model's Logger over a pino logger. */
+export function adapt(log: PinoLogger): AgentLogger {
+  const at = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, fields?: Record<string, unknown>) => {
+    if (fields && Object.keys(fields).length > 0) log[level](fields, msg);
+    else log[level](msg);
+  };
+  return { pino: log, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+// Errors do not survive JSON.stringify (their fields are not enumerable): turn them into plain
+// fields, with the stack only when debugging.
+function cleanArg(arg: unknown, debug: boolean): unknown {
+  if (typeof arg === 'string') return redact(arg);
+  if (arg instanceof Error) return errorFields(arg, debug);
+  if (arg && typeof arg === 'object' && !Array.isArray(arg)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(arg)) out[k] = v instanceof Error ? errorFields(v, debug) : v;
+    return out;
+  }
+  return arg;
+}
+
+function errorFields(err: Error, debug: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = { type: err.name, message: redact(err.message) };
+  const code = (err as { code?: unknown }).code;
+  if (code !== undefined) out.code = code;
+  if (debug && err.stack) out.stack = redact(err.stack);
+  return out;
+}

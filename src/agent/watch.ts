@@ -1,0 +1,368 @@
+// The watch loop: one pass at start, a debounced pass after file changes, a jittered pass every
+// interval (drift healing), capped exponential backoff after API failures. Single flight: a
+// trigger that arrives during a pass is coalesced into exactly one more pass. The loop never
+// exits on its own; only stop() ends it.
+import { resolve, sep } from 'node:path';
+import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
+import type { Logger } from '../model/index.js';
+import { redact } from '../redact.js';
+import {
+  isHealthy, systemTimers,
+  type PassOutcome, type PassResult, type PassTrigger, type ReconcilePass, type Timers, type TriggerReason,
+} from './types.js';
+
+export interface BackoffOptions {
+  readonly baseMs: number;
+  readonly maxMs: number;
+}
+
+export interface PassRecorder {
+  recordPass(result: PassResult, durationMs: number, now: number): void;
+}
+
+export interface WatcherOptions {
+  /** The config file and the roots of the resource globs (chokidar 4 watches paths, not globs). */
+  readonly paths: readonly string[];
+  /** Which changed files matter (e.g. picomatch of the resource globs). Default: *.yaml / *.yml. */
+  readonly filter?: (path: string) => boolean;
+  readonly pass: ReconcilePass;
+  readonly intervalMs: number;
+  /** Fraction of the interval added or taken at random, so that agents do not march in step. */
+  readonly jitter?: number;
+  readonly debounceMs?: number;
+  /** After a failed pass (API error, partial failure). Default 1 s doubling up to min(60 s, interval). */
+  readonly backoff?: BackoffOptions;
+  readonly timers?: Timers;
+  readonly random?: () => number;
+  readonly log: Logger;
+  readonly metrics?: PassRecorder;
+  /** Aborting it stops the loop at once (no grace). */
+  readonly signal?: AbortSignal;
+  /** false runs the loop without chokidar (tests, or a caller that feeds trigger() itself). */
+  readonly watchFiles?: boolean;
+  readonly onPass?: (result: PassResult, trigger: PassTrigger, durationMs: number) => void;
+}
+
+export interface WatchStatus {
+  readonly passes: number;
+  readonly running: boolean;
+  readonly lastResult?: PassResult;
+  readonly lastPassAt?: number;
+  readonly lastSuccessAt?: number;
+  readonly consecutiveFailures: number;
+}
+
+export type StopOutcome = 'idle' | 'finished' | 'aborted';
+
+const DEFAULT_DEBOUNCE_MS = 300;
+const DEFAULT_JITTER = 0.1;
+// Outcomes that are worth retrying soon: the API (or the network) may recover by itself.
+const RETRYABLE: ReadonlySet<PassOutcome> = new Set<PassOutcome>(['api-error', 'partial-failure']);
+
+interface Pending {
+  readonly reasons: Set<TriggerReason>;
+  readonly files: Set<string>;
+}
+
+export class Watcher {
+  private readonly timers: Timers;
+  private readonly random: () => number;
+  private readonly roots: readonly string[];
+  private readonly rootSet: ReadonlySet<string>;
+  private readonly filter: (path: string) => boolean;
+  private readonly debounceMs: number;
+  private readonly backoff: BackoffOptions;
+  private fsw: FSWatcher | undefined;
+  private stopped = false;
+  private pending: Pending | undefined;
+  private running: Promise<void> | undefined;
+  private current: AbortController | undefined;
+  private nextTimer: unknown;
+  private debounceTimer: unknown;
+  private debounceFiles = new Set<string>();
+  private debounceSince: number | undefined;
+  private idleWaiters: (() => void)[] = [];
+  private passes = 0;
+  private failures = 0;
+  private lastResult: PassResult | undefined;
+  private lastPassAt: number | undefined;
+  private lastSuccessAt: number | undefined;
+
+  constructor(private readonly opts: WatcherOptions) {
+    this.timers = opts.timers ?? systemTimers;
+    this.random = opts.random ?? Math.random;
+    this.roots = opts.paths.map((p) => resolve(p));
+    this.rootSet = new Set(this.roots);
+    this.filter = opts.filter ?? ((p) => /\.ya?ml$/i.test(p));
+    this.debounceMs = opts.debounceMs ?? DEFAULT_DEBOUNCE_MS;
+    this.backoff = opts.backoff ?? { baseMs: 1000, maxMs: Math.min(60_000, Math.max(1000, opts.intervalMs)) };
+  }
+
+  /** Starts watching, then runs the first pass. Resolves once the watch is armed. */
+  async start(): Promise<void> {
+    if (this.opts.signal?.aborted) { this.stopped = true; return; }
+    this.opts.signal?.addEventListener('abort', () => { void this.stop(0); }, { once: true });
+    // Arm the watch before the first pass so that no edit made during it is missed.
+    if (this.opts.watchFiles !== false) await this.watchFiles();
+    this.trigger('start');
+  }
+
+  /** Asks for a pass. During a pass it schedules exactly one more, whatever the number of calls. */
+  trigger(reason: TriggerReason, files: readonly string[] = []): void {
+    if (this.stopped) return;
+    this.pending ??= { reasons: new Set(), files: new Set() };
+    this.pending.reasons.add(reason);
+    for (const f of files) this.pending.files.add(f);
+    this.kick();
+  }
+
+  status(): WatchStatus {
+    return {
+      passes: this.passes,
+      running: this.running !== undefined,
+      lastResult: this.lastResult,
+      lastPassAt: this.lastPassAt,
+      lastSuccessAt: this.lastSuccessAt,
+      consecutiveFailures: this.failures,
+    };
+  }
+
+  /** Resolves when no pass runs and none is pending (for tests and orderly shutdowns). */
+  idle(): Promise<void> {
+    if (!this.running && !this.pending) return Promise.resolve();
+    return new Promise((done) => this.idleWaiters.push(done));
+  }
+
+  /**
+   * Stops watching and the timers, lets the running pass finish within `graceMs`, then aborts
+   * its signal (and waits a little more for it to unwind). Never rejects.
+   */
+  async stop(graceMs = 20_000): Promise<StopOutcome> {
+    if (!this.stopped) {
+      this.stopped = true;
+      this.pending = undefined;
+      this.clearNext();
+      this.clearDebounce();
+      const fsw = this.fsw;
+      this.fsw = undefined;
+      await fsw?.close().catch(() => undefined);
+    }
+    const running = this.running;
+    if (!running) { this.settleIdle(); return 'idle'; }
+    if (await this.within(running, graceMs)) return 'finished';
+    this.opts.log.warn(`the running pass did not finish within the grace period of ${graceMs} ms; aborting it`);
+    this.current?.abort(new Error('dus-sync is stopping'));
+    // A pass that ignores its signal must not hold the process forever.
+    await this.within(running, Math.min(Math.max(graceMs, 100), 2000));
+    return 'aborted';
+  }
+
+  // ------------------------------------------------------------ file events
+
+  private async watchFiles(): Promise<void> {
+    const fsw = chokidarWatch([...this.roots], {
+      ignoreInitial: true,
+      // chokidar's atomic mode folds an editor's unlink+add (rename-over saves) into a change.
+      atomic: true,
+      ignored: (path) => this.insideDotFolder(path),
+    });
+    this.fsw = fsw;
+    fsw.on('all', (event, path) => this.onFsEvent(event, path));
+    fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
+    await new Promise<void>((ready) => fsw.once('ready', () => ready()));
+  }
+
+  private onFsEvent(event: string, path: string): void {
+    if (this.stopped || !this.relevant(event, path)) return;
+    this.opts.log.debug(`file ${event}: ${path}`);
+    this.debounceFiles.add(path);
+    const now = this.timers.now();
+    this.debounceSince ??= now;
+    this.clearDebounce(false);
+    // A steady stream of writes must not postpone the pass forever.
+    const maxWait = this.debounceMs * 10;
+    const wait = Math.max(0, Math.min(this.debounceMs, this.debounceSince + maxWait - now));
+    this.debounceTimer = this.timers.setTimeout(() => this.flushDebounce(), wait);
+  }
+
+  private relevant(event: string, path: string): boolean {
+    switch (event) {
+      case 'add':
+      case 'change':
+      case 'unlink':
+        return this.rootSet.has(path) || this.filter(path);
+      case 'unlinkDir':
+        // A removed folder may have held resources; chokidar does not always list its files.
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /** Dot folders (.git, .dus-sync with the journal) below a root are never resources. */
+  private insideDotFolder(path: string): boolean {
+    for (const root of this.roots) {
+      if (path === root) return false;
+      if (path.startsWith(root + sep)) return path.slice(root.length + 1).split(sep).some((s) => s.startsWith('.'));
+    }
+    return false;
+  }
+
+  private flushDebounce(): void {
+    const files = [...this.debounceFiles].sort();
+    this.clearDebounce();
+    if (files.length > 0) this.trigger('file-change', files);
+  }
+
+  private clearDebounce(reset = true): void {
+    if (this.debounceTimer !== undefined) this.timers.clearTimeout(this.debounceTimer);
+    this.debounceTimer = undefined;
+    if (reset) { this.debounceFiles = new Set(); this.debounceSince = undefined; }
+  }
+
+  // ------------------------------------------------------------ passes
+
+  private kick(): void {
+    if (this.running || !this.pending || this.stopped) return;
+    const trigger = takeTrigger(this.pending);
+    this.pending = undefined;
+    this.clearNext();
+    const controller = new AbortController();
+    this.current = controller;
+    this.running = this.runOne(trigger, controller.signal).finally(() => {
+      this.running = undefined;
+      this.current = undefined;
+      this.kick();
+      if (!this.running) this.settleIdle();
+    });
+  }
+
+  private async runOne(trigger: PassTrigger, signal: AbortSignal): Promise<void> {
+    const started = this.timers.now();
+    let result: PassResult;
+    try {
+      result = await this.opts.pass(trigger, signal);
+    } catch (err) {
+      // A pass is meant to report, not throw; if it does, the agent still lives on.
+      result = thrownResult(err, this.lastResult?.configValid ?? true);
+    }
+    const now = this.timers.now();
+    const durationMs = now - started;
+    this.passes += 1;
+    this.lastResult = result;
+    this.lastPassAt = now;
+    if (isHealthy(result.result)) this.lastSuccessAt = now;
+    this.failures = RETRYABLE.has(result.result) ? this.failures + 1 : 0;
+    try { this.opts.metrics?.recordPass(result, durationMs, now); } catch (err) { this.opts.log.warn(`metrics: ${errorMessage(err)}`); }
+    const delay = this.stopped ? undefined : this.scheduleNext();
+    this.logSummary(trigger, result, durationMs, delay);
+    this.opts.onPass?.(result, trigger, durationMs);
+  }
+
+  /** Arms the retry (after a failure) or the jittered interval; returns the delay. */
+  private scheduleNext(): { reason: 'retry' | 'interval'; ms: number } {
+    const next = this.failures > 0
+      ? { reason: 'retry' as const, ms: Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** (this.failures - 1)) }
+      : { reason: 'interval' as const, ms: jittered(this.opts.intervalMs, this.opts.jitter ?? DEFAULT_JITTER, this.random) };
+    this.clearNext();
+    this.nextTimer = this.timers.setTimeout(() => { this.nextTimer = undefined; this.trigger(next.reason); }, next.ms);
+    return next;
+  }
+
+  private clearNext(): void {
+    if (this.nextTimer !== undefined) this.timers.clearTimeout(this.nextTimer);
+    this.nextTimer = undefined;
+  }
+
+  private logSummary(trigger: PassTrigger, r: PassResult, durationMs: number, next: { reason: string; ms: number } | undefined): void {
+    const fields: Record<string, unknown> = {
+      trigger: trigger.reason,
+      result: r.result,
+      durationMs,
+      drift: sum(r.drift),
+      conflicts: sum(r.conflicts),
+      applied: r.applied.length,
+    };
+    if (trigger.files && trigger.files.length > 0) fields.files = trigger.files;
+    if (next) fields[next.reason === 'retry' ? 'retryInMs' : 'nextInMs'] = Math.round(next.ms);
+    const msg = `reconcile ${r.result}: ${redact(r.message)}`;
+    switch (levelOf(r.result)) {
+      case 'info': this.opts.log.info(msg, fields); break;
+      case 'warn': this.opts.log.warn(msg, fields); break;
+      case 'error': this.opts.log.error(msg, fields); break;
+    }
+  }
+
+  private settleIdle(): void {
+    if (this.running || (this.pending && !this.stopped)) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** true when `p` settled within `ms`. */
+  private within(p: Promise<void>, ms: number): Promise<boolean> {
+    return new Promise((done) => {
+      const timer = this.timers.setTimeout(() => done(false), ms);
+      void p.then(() => { this.timers.clearTimeout(timer); done(true); });
+    });
+  }
+}
+
+/** Starts a Watcher (watch armed, first pass under way) and returns it. */
+export async function startWatch(opts: WatcherOptions): Promise<Watcher> {
+  const w = new Watcher(opts);
+  await w.start();
+  return w;
+}
+
+// ------------------------------------------------------------ helpers
+
+const REASON_ORDER: readonly TriggerReason[] = ['start', 'file-change', 'retry', 'interval'];
+
+/** Coalesces what piled up into one trigger: the most telling reason, every changed file. */
+function takeTrigger(p: Pending): PassTrigger {
+  const reason = REASON_ORDER.find((r) => p.reasons.has(r)) ?? 'interval';
+  const files = [...p.files].sort();
+  return files.length > 0 ? { reason, files } : { reason };
+}
+
+export function jittered(intervalMs: number, jitter: number, random: () => number): number {
+  return Math.max(1, intervalMs * (1 + jitter * (2 * random() - 1)));
+}
+
+function levelOf(r: PassOutcome): 'info' | 'warn' | 'error' {
+  switch (r) {
+    case 'success':
+    case 'suspended':
+      return 'info';
+    case 'invalid-config':
+    case 'unsafe':
+    case 'conflict':
+      return 'warn';
+    case 'api-error':
+    case 'partial-failure':
+      return 'error';
+  }
+}
+
+function sum(m: ReadonlyMap<string, number>): number {
+  let n = 0;
+  for (const v of m.values()) n += v;
+  return n;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function thrownResult(err: unknown, configValid: boolean): PassResult {
+  return {
+    result: 'api-error',
+    message: `the pass failed unexpectedly: ${redact(errorMessage(err))}`,
+    drift: new Map(),
+    conflicts: new Map(),
+    applied: [],
+    configValid,
+  };
+}
