@@ -1,4 +1,67 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('emulator is not built yet');
+// `dus-sync emulator`: the emulator as a process. The first line on standard output is the
+// URL (scripts and tests read it to learn the port); request logs go to standard error.
+import { existsSync } from 'node:fs';
+import { UserError } from '../errors.js';
+import { startEmulator } from '../emulator/index.js';
+import type { FaultSettings } from '../emulator/index.js';
+import type { GlobalOptions } from './context.js';
+
+function rate(name: string, value: unknown): number {
+  const n = typeof value === 'number' ? value : Number(value ?? 0);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new UserError(`${name} takes a share between 0 and 1, not "${String(value)}".`);
+  return n;
+}
+
+/** "--rate-limit 20/s" or "20": requests per second per tenant. */
+export function parseRateLimit(value: unknown): number {
+  if (value === undefined || value === null || value === '') return 0;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(?:\/\s*s)?\s*$/.exec(String(value));
+  if (!m) throw new UserError(`--rate-limit takes requests per second like "20/s", not "${String(value)}".`);
+  return Number(m[1]);
+}
+
+function faultsFrom(opts: Record<string, unknown>): FaultSettings {
+  return {
+    latencyMs: Number(opts.latency ?? 0),
+    failRate: rate('--fail-rate', opts.failRate),
+    rateLimit: parseRateLimit(opts.rateLimit),
+    dropAfterCommitRate: rate('--drop-after-commit-rate', opts.dropAfterCommitRate),
+    seed: Number(opts.faultSeed ?? 1),
+  };
+}
+
+function waitForSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+export async function run(opts: Record<string, unknown>, _globals: GlobalOptions, _args: string[]): Promise<number> {
+  const seed = typeof opts.seed === 'string' ? opts.seed : undefined;
+  const data = typeof opts.data === 'string' ? opts.data : undefined;
+  if (!seed && !(data && existsSync(data))) {
+    throw new UserError('the emulator needs --seed FILE (a YAML or JSON seed), or --data FILE naming an existing state file.');
+  }
+  const emulator = await startEmulator({
+    // With an existing --data file the seed is not read, so a missing --seed is fine then.
+    seed: seed ?? { tenants: {} },
+    host: typeof opts.host === 'string' ? opts.host : '127.0.0.1',
+    port: Number(opts.port ?? 8080),
+    dataFile: data,
+    pageSize: Number(opts.pageSize ?? 0),
+    absoluteNext: opts.absoluteNext === true,
+    faults: faultsFrom(opts),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(`listening on ${emulator.url}\n`);
+  const signal = await waitForSignal();
+  process.stderr.write(`${signal}: closing\n`);
+  await emulator.close();
+  return 0;
 }
