@@ -1,0 +1,146 @@
+// The intent journal (SPEC section 3): one JSON line per append_phase intent, fsync'd before
+// the request leaves, and one line per outcome. An intent without an outcome is an append
+// whose fate is unknown (the process died or lost the answer); the next apply reads the
+// action back to settle it before planning anything new.
+import { randomUUID } from 'node:crypto';
+import { mkdir, open, readFile, chmod } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Logger } from '../model/index.js';
+import type { TenantClient } from '../api/types.js';
+import { redact } from '../redact.js';
+import { phaseDigest } from './digest.js';
+
+export interface Intent {
+  id: string;
+  tenant: string;
+  action_id: number;
+  index: number;
+  name: string;
+  /** sha256 of phaseDigestInput(phase). */
+  digest: string;
+  at: string;
+}
+
+export type Outcome = 'applied' | 'not-applied';
+
+type Line =
+  | ({ type: 'intent' } & Intent)
+  | { type: 'outcome'; id: string; outcome: Outcome; at: string };
+
+export class Journal {
+  // Writes are chained so that lines never interleave and each fsync covers its own line.
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(readonly path: string, private handle: FileHandle | null) {}
+
+  /** Creates the folder (0700) and the file (0600) when needed. */
+  static async open(path: string): Promise<Journal> {
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    const handle = await open(path, 'a', 0o600);
+    // An existing file created by hand or under a loose umask is tightened: it names actions and phases.
+    await chmod(path, 0o600);
+    return new Journal(path, handle);
+  }
+
+  /** Intents without an outcome: appends a crashed or interrupted run left in doubt. */
+  async pending(): Promise<Intent[]> {
+    await this.queue;
+    const lines = parseLines(await readFile(this.path, 'utf8'));
+    const settled = new Set(lines.filter((l) => l.type === 'outcome').map((l) => l.id));
+    return lines
+      .filter((l): l is { type: 'intent' } & Intent => l.type === 'intent' && !settled.has(l.id))
+      .map(({ type: _type, ...intent }) => intent);
+  }
+
+  /** Durable (fsync'd) before it resolves, so the request may be sent only after. */
+  async recordIntent(i: Omit<Intent, 'id' | 'at'>): Promise<Intent> {
+    const intent: Intent = {
+      id: randomUUID(), tenant: i.tenant, action_id: i.action_id, index: i.index,
+      name: i.name, digest: i.digest, at: new Date().toISOString(),
+    };
+    await this.append({ type: 'intent', ...intent });
+    return intent;
+  }
+
+  async recordOutcome(id: string, outcome: Outcome): Promise<void> {
+    await this.append({ type: 'outcome', id, outcome, at: new Date().toISOString() });
+  }
+
+  /** After a clean run nothing is in doubt: empty the file, keeping it (and its 0600 mode). */
+  async compact(): Promise<void> {
+    await this.enqueue(async (h) => {
+      await h.truncate(0);
+      await h.sync();
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.queue.catch(() => undefined);
+    const h = this.handle;
+    this.handle = null;
+    await h?.close();
+  }
+
+  private append(line: Line): Promise<void> {
+    return this.enqueue(async (h) => {
+      await h.write(JSON.stringify(line) + '\n');
+      await h.sync();
+    });
+  }
+
+  private enqueue(op: (h: FileHandle) => Promise<void>): Promise<void> {
+    const run = this.queue.catch(() => undefined).then(() => {
+      if (this.handle === null) throw new Error(`the journal ${this.path} is closed`);
+      return op(this.handle);
+    });
+    this.queue = run;
+    return run;
+  }
+}
+
+function parseLines(text: string): Line[] {
+  const out: Line[] = [];
+  for (const raw of text.split('\n')) {
+    if (raw.trim() === '') continue;
+    // A crash in the middle of a write leaves a torn last line; its request was never sent.
+    try {
+      const v = JSON.parse(raw) as Partial<Line> | null;
+      if (isLine(v)) out.push(v);
+    } catch { /* torn line */ }
+  }
+  return out;
+}
+
+function isLine(v: unknown): v is Line {
+  if (v === null || typeof v !== 'object') return false;
+  const o = v as Record<string, unknown>;
+  if (o.type === 'outcome') return typeof o.id === 'string' && (o.outcome === 'applied' || o.outcome === 'not-applied');
+  return o.type === 'intent' && typeof o.id === 'string' && typeof o.tenant === 'string'
+    && typeof o.action_id === 'number' && typeof o.index === 'number' && typeof o.digest === 'string';
+}
+
+/**
+ * Settles every pending intent by reading its action: applied when the phase at that index has
+ * the same digest, not applied otherwise. A read that fails propagates, and the intent stays
+ * pending: nothing may be planned while an append is in doubt.
+ */
+export async function recoverJournal(
+  journal: Journal,
+  client: { tenant(name: string): TenantClient },
+  log: Logger,
+): Promise<{ resolved: number; applied: number; notApplied: number }> {
+  const pending = await journal.pending();
+  let applied = 0;
+  let notApplied = 0;
+  for (const intent of pending) {
+    const action = await client.tenant(intent.tenant).getAction(intent.action_id);
+    const phase = action?.phases[intent.index];
+    const outcome: Outcome = phase !== undefined && phaseDigest(phase) === intent.digest ? 'applied' : 'not-applied';
+    await journal.recordOutcome(intent.id, outcome);
+    if (outcome === 'applied') applied++;
+    else notApplied++;
+    log.info(redact(`journal: phase ${intent.index} "${intent.name}" of action ${intent.action_id} in ${intent.tenant} from an interrupted run was ${outcome === 'applied' ? 'applied' : 'not applied'}`));
+  }
+  return { resolved: pending.length, applied, notApplied };
+}

@@ -1,0 +1,170 @@
+// Saved plans (`plan --out`, `apply PLANFILE`): the plan plus a fingerprint of every live
+// object it was computed from, so that applying it after the live state moved is refused
+// before any write.
+import { readFile } from 'node:fs/promises';
+import type {
+  Change, DesiredState, LiveFingerprint, LiveState, Plan, SavedPlan,
+} from '../model/index.js';
+import { UserError } from '../errors.js';
+import { canonicalJson, liveObjectState } from './canonical-shim.js';
+import { sha256 } from './digest.js';
+
+export function toSavedPlan(
+  p: Plan,
+  desired: DesiredState,
+  live: LiveState,
+  meta: { toolVersion: string; createdAt: string },
+): SavedPlan {
+  return {
+    format_version: 1,
+    changes: p.changes,
+    conflicts: p.conflicts,
+    errors: p.errors,
+    summary: p.summary,
+    tool_version: meta.toolVersion,
+    created_at: meta.createdAt,
+    desired_digest: desiredDigest(desired),
+    live_fingerprints: fingerprints(desired, live),
+  };
+}
+
+/** The desired state without where it was written: moving a document between files changes nothing. */
+export function desiredDigest(desired: DesiredState): string {
+  const firmwares = desired.firmwares.map(({ source: _s, ...rest }) => rest);
+  const actions = desired.actions.map(({ source: _s, ...rest }) => rest);
+  return sha256(canonicalJson({ firmwares, actions }));
+}
+
+/** Every desired object of the tenants that were read, whether it is changed, unchanged or missing. */
+function fingerprints(desired: DesiredState, live: LiveState): LiveFingerprint[] {
+  const out: LiveFingerprint[] = [];
+  for (const f of desired.firmwares) {
+    const t = live.tenants.get(f.tenant);
+    if (t === undefined) continue;
+    out.push({ tenant: f.tenant, kind: 'firmware', key: f.spec.version_number, digest: firmwareDigest(live, f.tenant, f.spec.version_number)! });
+  }
+  for (const a of desired.actions) {
+    if (!live.tenants.has(a.tenant)) continue;
+    out.push({ tenant: a.tenant, kind: 'action', key: String(a.id), digest: actionDigest(live, a.tenant, a.id)! });
+  }
+  return dedupe(out).sort(compareFingerprints);
+}
+
+function firmwareDigest(live: LiveState, tenant: string, version: string): string | undefined {
+  const t = live.tenants.get(tenant);
+  if (t === undefined) return undefined;
+  return sha256(liveObjectState({ kind: 'firmware', records: t.firmwares.get(version) }));
+}
+
+function actionDigest(live: LiveState, tenant: string, id: number): string | undefined {
+  const t = live.tenants.get(tenant);
+  if (t === undefined) return undefined;
+  return sha256(liveObjectState({ kind: 'action', action: t.actions.get(id) }));
+}
+
+function dedupe(list: LiveFingerprint[]): LiveFingerprint[] {
+  const seen = new Set<string>();
+  return list.filter((f) => {
+    const k = `${f.tenant}\0${f.kind}\0${f.key}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+function compareFingerprints(a: LiveFingerprint, b: LiveFingerprint): number {
+  return cmp(a.tenant, b.tenant) || cmp(a.kind, b.kind) || cmp(a.key, b.key);
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The objects whose live state is not what the plan was computed from, one sentence each, sorted. */
+export function staleObjects(saved: SavedPlan, live: LiveState): string[] {
+  const out: string[] = [];
+  for (const f of saved.live_fingerprints) {
+    const now = f.kind === 'firmware'
+      ? firmwareDigest(live, f.tenant, f.key)
+      : actionDigest(live, f.tenant, Number(f.key));
+    if (now === undefined) out.push(`${f.kind} ${f.key} in ${f.tenant} was not read again`);
+    else if (now !== f.digest) out.push(`${f.kind} ${f.key} in ${f.tenant} changed since the plan was made`);
+  }
+  return out;
+}
+
+/** Stable text of a saved plan file (what `readSavedPlan` reads back). */
+export function serializeSavedPlan(p: SavedPlan): string {
+  return JSON.stringify(p, null, 2) + '\n';
+}
+
+export async function readSavedPlan(path: string): Promise<SavedPlan> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new UserError(`cannot read the plan file ${path} (${code}); check the path given to apply`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch {
+    throw notAPlan(path, 'it is not JSON');
+  }
+  return checkSavedPlan(path, value);
+}
+
+function notAPlan(path: string, why: string): UserError {
+  return new UserError(`${path} is not a dus-sync saved plan: ${why}; make one with dus-sync plan --out FILE`);
+}
+
+function checkSavedPlan(path: string, value: unknown): SavedPlan {
+  if (!isObject(value)) throw notAPlan(path, 'it is not a JSON object');
+  if (!('format_version' in value)) throw notAPlan(path, 'it has no format_version');
+  if (value.format_version !== 1) {
+    throw new UserError(`${path} has format_version ${JSON.stringify(value.format_version)} but this dus-sync reads format_version 1; make the plan again with this version`);
+  }
+  for (const field of ['tool_version', 'created_at', 'desired_digest'] as const) {
+    if (typeof value[field] !== 'string') throw notAPlan(path, `it has no ${field} (a plan printed with --format json is not a saved plan)`);
+  }
+  for (const field of ['changes', 'conflicts', 'errors', 'live_fingerprints'] as const) {
+    if (!Array.isArray(value[field])) throw notAPlan(path, `${field} is not a list`);
+  }
+  if (!isObject(value.summary)) throw notAPlan(path, 'it has no summary');
+  const changes = (value.changes as unknown[]).map((c, i) => checkChange(path, c, i));
+  (value.live_fingerprints as unknown[]).forEach((f, i) => {
+    if (!isObject(f) || typeof f.tenant !== 'string' || (f.kind !== 'firmware' && f.kind !== 'action')
+      || typeof f.key !== 'string' || typeof f.digest !== 'string') {
+      throw notAPlan(path, `live_fingerprints[${i}] is malformed`);
+    }
+  });
+  return { ...(value as unknown as SavedPlan), changes };
+}
+
+function checkChange(path: string, c: unknown, i: number): Change {
+  const bad = (why: string): UserError => notAPlan(path, `changes[${i}] ${why}`);
+  if (!isObject(c) || typeof c.tenant !== 'string' || typeof c.key !== 'string') throw bad('has no tenant or key');
+  if (c.kind === 'firmware' && c.op === 'update') {
+    const b = c.body;
+    if (!isObject(b) || typeof b.is_deactivated !== 'boolean' || typeof b.uncompressed_size !== 'number' || !Array.isArray(b.dependencies)) {
+      throw bad('has no complete body (is_deactivated, uncompressed_size, dependencies)');
+    }
+    if (typeof c.component_name !== 'string') throw bad('has no component_name');
+    return c as unknown as Change;
+  }
+  if (c.kind === 'phase' && c.op === 'append') {
+    const a = c.after;
+    if (!isObject(a) || typeof a.name !== 'string') throw bad('has no phase to append');
+    if (typeof c.index !== 'number' || !Number.isInteger(c.index) || c.index < 0) throw bad('has no valid index');
+    const actionId = typeof c.action_id === 'number' ? c.action_id : Number(c.key);
+    if (!Number.isInteger(actionId)) throw bad('has no valid action id');
+    const after = { name: a.name, trigger_on: isObject(a.trigger_on) ? a.trigger_on : {}, info: isObject(a.info) ? a.info : {} };
+    return { ...(c as unknown as Change), action_id: actionId, after } as Change;
+  }
+  throw bad('is neither a firmware update nor a phase append');
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
