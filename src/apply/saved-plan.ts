@@ -6,7 +6,7 @@ import type {
   Change, DesiredState, LiveFingerprint, LiveState, Plan, SavedPlan,
 } from '../model/index.js';
 import { UserError } from '../errors.js';
-import { canonicalJson, liveObjectState } from './canonical-shim.js';
+import { canonicalJson, compareStrings, liveObjectState } from '../core/canonical.js';
 import { sha256 } from './digest.js';
 
 export function toSavedPlan(
@@ -39,27 +39,20 @@ export function desiredDigest(desired: DesiredState): string {
 function fingerprints(desired: DesiredState, live: LiveState): LiveFingerprint[] {
   const out: LiveFingerprint[] = [];
   for (const f of desired.firmwares) {
-    const t = live.tenants.get(f.tenant);
-    if (t === undefined) continue;
-    out.push({ tenant: f.tenant, kind: 'firmware', key: f.spec.version_number, digest: firmwareDigest(live, f.tenant, f.spec.version_number)! });
+    if (!live.tenants.has(f.tenant)) continue;
+    out.push({ tenant: f.tenant, kind: 'firmware', key: f.spec.version_number, digest: liveDigest(live, f.tenant, 'firmware', f.spec.version_number)! });
   }
   for (const a of desired.actions) {
     if (!live.tenants.has(a.tenant)) continue;
-    out.push({ tenant: a.tenant, kind: 'action', key: String(a.id), digest: actionDigest(live, a.tenant, a.id)! });
+    out.push({ tenant: a.tenant, kind: 'action', key: String(a.id), digest: liveDigest(live, a.tenant, 'action', String(a.id))! });
   }
   return dedupe(out).sort(compareFingerprints);
 }
 
-function firmwareDigest(live: LiveState, tenant: string, version: string): string | undefined {
-  const t = live.tenants.get(tenant);
-  if (t === undefined) return undefined;
-  return sha256(liveObjectState({ kind: 'firmware', records: t.firmwares.get(version) }));
-}
-
-function actionDigest(live: LiveState, tenant: string, id: number): string | undefined {
-  const t = live.tenants.get(tenant);
-  if (t === undefined) return undefined;
-  return sha256(liveObjectState({ kind: 'action', action: t.actions.get(id) }));
+/** sha256 of the object's canonical live state; undefined when its tenant was not read. */
+function liveDigest(live: LiveState, tenant: string, kind: 'firmware' | 'action', key: string): string | undefined {
+  if (!live.tenants.has(tenant)) return undefined;
+  return sha256(liveObjectState(live, tenant, kind, key) ?? 'null');
 }
 
 function dedupe(list: LiveFingerprint[]): LiveFingerprint[] {
@@ -73,20 +66,14 @@ function dedupe(list: LiveFingerprint[]): LiveFingerprint[] {
 }
 
 function compareFingerprints(a: LiveFingerprint, b: LiveFingerprint): number {
-  return cmp(a.tenant, b.tenant) || cmp(a.kind, b.kind) || cmp(a.key, b.key);
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return compareStrings(a.tenant, b.tenant) || compareStrings(a.kind, b.kind) || compareStrings(a.key, b.key);
 }
 
 /** The objects whose live state is not what the plan was computed from, one sentence each, sorted. */
 export function staleObjects(saved: SavedPlan, live: LiveState): string[] {
   const out: string[] = [];
   for (const f of saved.live_fingerprints) {
-    const now = f.kind === 'firmware'
-      ? firmwareDigest(live, f.tenant, f.key)
-      : actionDigest(live, f.tenant, Number(f.key));
+    const now = liveDigest(live, f.tenant, f.kind, f.key);
     if (now === undefined) out.push(`${f.kind} ${f.key} in ${f.tenant} was not read again`);
     else if (now !== f.digest) out.push(`${f.kind} ${f.key} in ${f.tenant} changed since the plan was made`);
   }

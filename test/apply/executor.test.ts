@@ -6,7 +6,7 @@ import { executePlan } from '../../src/apply/executor.js';
 import type { ExecutorDeps } from '../../src/apply/executor.js';
 import { Journal } from '../../src/apply/journal.js';
 import { ApiError } from '../../src/errors.js';
-import type { FirmwareChange } from '../../src/model/index.js';
+import type { Change, FirmwareChange } from '../../src/model/index.js';
 import { FakeApi, fakeClock, memoryLog, phase, phaseChange, planOf } from './fakes.js';
 import type { FakeOptions, AppendFault } from './fakes.js';
 
@@ -22,7 +22,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function deps(api: FakeApi, extra: Partial<ExecutorDeps> = {}): ExecutorDeps & { log: ReturnType<typeof memoryLog> } {
+function deps(api: FakeApi, extra: Partial<Omit<ExecutorDeps, 'log' | 'clock'>> = {}) {
   return { client: api, journal, log: memoryLog(), clock: fakeClock(), concurrency: 8, ...extra };
 }
 
@@ -61,7 +61,7 @@ describe('executePlan', () => {
 
   it('keeps the number of requests in flight within the concurrency', async () => {
     const api = fakeWith({ latencyTurns: 5 });
-    const changes = Array.from({ length: 20 }, (_, i) => firmware('acme', `1.0.${i}`));
+    const changes: Change[] = Array.from({ length: 20 }, (_, i) => firmware('acme', `1.0.${i}`));
     for (let a = 0; a < 6; a++) {
       api.addAction('acme', a);
       changes.push(phaseChange('acme', a, 0, phase('p0')), phaseChange('acme', a, 1, phase('p1')));
@@ -171,7 +171,7 @@ describe('executePlan', () => {
     const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
     expect(report.failed).toBe(1);
     expect(report.results[0]!.message).toContain('the next apply settles it from the journal');
-    expect((d.clock as ReturnType<typeof fakeClock>).slept.length).toBe(4);
+    expect(d.clock.slept.length).toBe(4);
     expect((await journal.pending()).map((i) => i.name)).toEqual(['a']);
   });
 
