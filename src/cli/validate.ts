@@ -1,4 +1,74 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('validate is not built yet');
+// `dus-sync validate`: the schema and semantic checks, offline and without any API key.
+import { ConfigError, type ConfigIssue } from '../errors.js';
+import { resolveConfig } from '../load/config.js';
+import { assemble, readParsedFiles } from '../load/index.js';
+import { redact } from '../redact.js';
+import { paint, parseSelector, useColor, type GlobalOptions } from './context.js';
+
+export type ValidateFormat = 'text' | 'json' | 'github';
+
+export async function run(opts: Record<string, unknown>, globals: GlobalOptions, _args: string[]): Promise<number> {
+  const format = (opts.format as ValidateFormat | undefined) ?? 'text';
+  let issues: readonly ConfigIssue[];
+  let files = 0;
+  let documents = 0;
+  try {
+    const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: process.env });
+    const parsed = await readParsedFiles(config);
+    const result = assemble(parsed, config, { tenants: globals.tenant, selector: parseSelector(globals.selector) });
+    issues = result.issues;
+    files = parsed.length;
+    documents = parsed.reduce((n, f) => n + f.documents.length, 0);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    issues = err.issues;
+  }
+  process.stdout.write(redact(renderIssues(issues, format, { files, documents, color: useColor(globals) })));
+  return issues.length === 0 ? 0 : 1;
+}
+
+export interface RenderOptions {
+  readonly files: number;
+  readonly documents: number;
+  readonly color?: boolean;
+}
+
+export function renderIssues(issues: readonly ConfigIssue[], format: ValidateFormat, o: RenderOptions): string {
+  const sorted = sortIssues(issues);
+  switch (format) {
+    case 'json':
+      return JSON.stringify(sorted.map((i) => ({ file: i.file, line: i.line, column: i.column, pointer: i.pointer, message: i.message })), null, 2) + '\n';
+    case 'github':
+      return sorted.map((i) => `::error file=${ghProperty(i.file)},line=${i.line},col=${i.column}::${ghData(i.message)}\n`).join('');
+    case 'text':
+      return renderText(sorted, o);
+  }
+}
+
+function renderText(issues: readonly ConfigIssue[], o: RenderOptions): string {
+  const c = paint(o.color === true);
+  if (issues.length === 0) {
+    return `${plural(o.files, 'file')}, ${plural(o.documents, 'document')}: ${c('green', 'valid')}\n`;
+  }
+  const groups = new Map<string, ConfigIssue[]>();
+  for (const i of issues) groups.set(i.file, [...(groups.get(i.file) ?? []), i]);
+  const blocks = [...groups.values()].map((g) => g.map((i) => `${c('bold', `${i.file}:${i.line}:${i.column}`)}: ${i.message}\n`).join(''));
+  return `${blocks.join('\n')}\n${c('red', `${plural(issues.length, 'problem')} in ${plural(groups.size, 'file')}`)}\n`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+function sortIssues(issues: readonly ConfigIssue[]): ConfigIssue[] {
+  return [...issues].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line || a.column - b.column));
+}
+
+/** GitHub workflow commands: the message escapes % CR LF; property values also : and ,. */
+function ghData(s: string): string {
+  return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+
+function ghProperty(s: string): string {
+  return ghData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }

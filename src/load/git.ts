@@ -1,0 +1,191 @@
+// Reads files as they are at a git ref, for `diff --base`: git is run directly (execFile and
+// spawn, never a shell), offline (no fetch), and the ref is resolved once to a commit so that
+// every read sees the same tree.
+import { execFile, spawn } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import { isAbsolute, relative, sep } from 'node:path';
+import { UserError } from '../errors.js';
+
+export interface FileAtRef {
+  /** Relative to the folder asked for, with forward slashes. */
+  readonly path: string;
+  readonly text: string;
+}
+
+export interface TreeAtRef {
+  /** The full commit id the ref resolved to. */
+  readonly commit: string;
+  /** Every file below the folder at that commit, relative to the folder, sorted. */
+  readonly paths: readonly string[];
+}
+
+const MAX_BUFFER = 256 * 1024 * 1024;
+
+/** Git without prompts, pagers or the user's external diff tools getting in the way. */
+const GIT_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_PAGER: 'cat',
+  GIT_OPTIONAL_LOCKS: '0',
+  LC_ALL: 'C',
+};
+
+function git(args: readonly string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('git', [...args], { cwd, env: GIT_ENV, maxBuffer: MAX_BUFFER, encoding: 'utf8' }, (err, stdout, stderr) => {
+      if (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') reject(new UserError('diff --base needs git, and git was not found on the PATH; install git or run the diff where it is.'));
+        else reject(Object.assign(new Error(stderr.trim() || err.message), { gitStderr: stderr }));
+        return;
+      }
+      resolve(stdout);
+    });
+  });
+}
+
+/** Posix path of `dir` relative to the repository root ('' for the root itself). */
+function toRepoRelative(root: string, dir: string): string {
+  const rel = relative(realpathSync(root), realpathSync(dir));
+  if (rel.startsWith('..') || isAbsolute(rel)) {
+    throw new UserError(`${dir} is not inside the git repository at ${root}.`);
+  }
+  return rel.split(sep).join('/');
+}
+
+export async function repoRoot(dir: string): Promise<string> {
+  try {
+    return (await git(['rev-parse', '--show-toplevel'], dir)).trim();
+  } catch (err) {
+    if (err instanceof UserError) throw err;
+    throw new UserError(`diff --base needs a git repository, and ${dir} is not inside one (git said: ${firstLine(err)}).`);
+  }
+}
+
+function firstLine(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.split('\n')[0] ?? text;
+}
+
+/** The commit a ref names, refusing refs that git could read as options. */
+export async function resolveCommit(root: string, ref: string): Promise<string> {
+  if (ref === '' || ref.startsWith('-') || /[\0\n]/.test(ref)) {
+    throw new UserError(`"${ref}" is not a git ref; pass a branch, tag or commit, e.g. --base origin/main.`);
+  }
+  try {
+    return (await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], root)).trim();
+  } catch {
+    throw new UserError(`the git ref "${ref}" was not found in ${root}; fetch it first (e.g. git fetch origin main, or actions/checkout with fetch-depth: 0).`);
+  }
+}
+
+/** The paths of every file below `dir` at `commit`, relative to `dir`. */
+export async function listFilesAtCommit(root: string, commit: string, dir: string): Promise<string[]> {
+  const relDir = toRepoRelative(root, dir);
+  const out = await git(['ls-tree', '-r', '-z', '--full-tree', '--name-only', commit, '--', relDir === '' ? '.' : relDir], root);
+  const prefix = relDir === '' ? '' : `${relDir}/`;
+  return out.split('\0').filter((p) => p !== '' && p.startsWith(prefix)).map((p) => p.slice(prefix.length)).sort();
+}
+
+/**
+ * The contents of several files at a commit in one `git cat-file --batch`; a path that does
+ * not exist there maps to undefined. Paths are relative to the repository root.
+ */
+export function readBlobs(root: string, commit: string, repoPaths: readonly string[]): Promise<Map<string, string | undefined>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', ['cat-file', '--batch'], { cwd: root, env: GIT_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
+    const chunks: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
+    child.on('error', (err) => reject((err as NodeJS.ErrnoException).code === 'ENOENT'
+      ? new UserError('diff --base needs git, and git was not found on the PATH.') : err));
+    child.on('close', (code) => {
+      if (code !== 0) {
+        reject(new Error(`git cat-file failed: ${stderr.trim() || `exit ${code}`}`));
+        return;
+      }
+      try {
+        resolve(parseBatch(Buffer.concat(chunks), repoPaths));
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+    // A path with a newline cannot be asked for on this line protocol; git never gave us one
+    // from ls-tree -z that we would need, but guard anyway.
+    child.stdin.end(repoPaths.map((p) => `${commit}:${p.replace(/\n/g, '')}\n`).join(''));
+  });
+}
+
+function parseBatch(buf: Buffer, repoPaths: readonly string[]): Map<string, string | undefined> {
+  const out = new Map<string, string | undefined>();
+  let pos = 0;
+  for (const path of repoPaths) {
+    const eol = buf.indexOf(0x0a, pos);
+    if (eol < 0) throw new Error('git cat-file ended early');
+    const header = buf.subarray(pos, eol).toString('utf8');
+    pos = eol + 1;
+    if (header.endsWith(' missing') || header.endsWith(' ambiguous')) {
+      out.set(path, undefined);
+      continue;
+    }
+    const [, type, size] = header.split(' ');
+    const n = Number(size);
+    if (!Number.isInteger(n)) throw new Error(`git cat-file answered "${header}"`);
+    out.set(path, type === 'blob' ? buf.subarray(pos, pos + n).toString('utf8') : undefined);
+    pos += n + 1; // the content and its trailing newline
+  }
+  return out;
+}
+
+export interface DesiredAtRef {
+  readonly commit: string;
+  /** The resource files, relative to `dir`. */
+  readonly files: readonly FileAtRef[];
+  /** The config file's text at the commit; undefined when it is not there (or there is none). */
+  readonly configText: string | undefined;
+}
+
+/**
+ * Reads what `diff --base` compares against: the config file (when there is one) and the
+ * files below `dir` that `select` picks (given the config text at the ref, so that a change of
+ * `resources` globs in the same commit is honoured).
+ */
+export async function readDesiredAtRef(args: {
+  readonly dir: string;
+  readonly ref: string;
+  readonly configFile?: string;
+  readonly select: (paths: readonly string[], configText: string | undefined) => readonly string[];
+}): Promise<DesiredAtRef> {
+  const root = await repoRoot(args.dir);
+  const commit = await resolveCommit(root, args.ref);
+  const paths = await listFilesAtCommit(root, commit, args.dir);
+  let configText: string | undefined;
+  if (args.configFile) {
+    const configRel = toRepoRelativeFile(root, args.configFile);
+    if (configRel !== undefined) configText = (await readBlobs(root, commit, [configRel])).get(configRel);
+  }
+  const chosen = args.select(paths, configText);
+  const relDir = toRepoRelative(root, args.dir);
+  const prefix = relDir === '' ? '' : `${relDir}/`;
+  const blobs = await readBlobs(root, commit, chosen.map((p) => `${prefix}${p}`));
+  const files: FileAtRef[] = [];
+  for (const p of chosen) {
+    const text = blobs.get(`${prefix}${p}`);
+    if (text !== undefined) files.push({ path: p, text });
+  }
+  return { commit, files, configText };
+}
+
+/** A file's path relative to the repository root, or undefined when it lies outside it. */
+function toRepoRelativeFile(root: string, file: string): string | undefined {
+  let real: string;
+  try {
+    real = realpathSync(file);
+  } catch {
+    return undefined;
+  }
+  const rel = relative(realpathSync(root), real);
+  if (rel.startsWith('..') || isAbsolute(rel)) return undefined;
+  return rel.split(sep).join('/');
+}

@@ -1,0 +1,121 @@
+// YAML text → documents that keep their source positions, and the way back from a JSON
+// pointer to the line and column where the user wrote the value.
+import { LineCounter, parseAllDocuments, isAlias, isMap, isPair, isScalar, isSeq, type Document, type Node } from 'yaml';
+import type { ConfigIssue } from '../errors.js';
+
+/** Files above this size are refused before parsing: desired state is small, a huge file is a mistake. */
+export const MAX_FILE_BYTES = 5 * 1024 * 1024;
+/** Alias expansions allowed per document (the "billion laughs" guard). */
+export const MAX_ALIAS_COUNT = 100;
+
+export interface YamlSource {
+  readonly file: string;
+  readonly text: string;
+  readonly lineCounter: LineCounter;
+  /** The non-empty, error-free documents. */
+  readonly documents: readonly Document.Parsed[];
+  /** Syntax problems; when present, `documents` is empty. */
+  readonly issues: readonly ConfigIssue[];
+}
+
+export function issueAt(file: string, lc: LineCounter, offset: number, pointer: string, message: string): ConfigIssue {
+  const { line, col } = lc.linePos(offset);
+  return { file, line, column: col, pointer, message };
+}
+
+/**
+ * Parses every document of a file. A file with a syntax error yields that one error and no
+ * documents: later errors are usually echoes of the first, and half a file would produce
+ * misleading "missing field" reports. Duplicate keys are independent, so each is reported.
+ */
+export function parseYamlSource(file: string, rawText: string): YamlSource {
+  const lineCounter = new LineCounter();
+  const fail = (message: string): YamlSource => ({
+    file, text: rawText, lineCounter, documents: [],
+    issues: [{ file, line: 1, column: 1, pointer: '', message }],
+  });
+  if (rawText.length > MAX_FILE_BYTES) {
+    return fail(`the file is larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; desired-state files are small, so this is probably not one (split it or move it out of the resources)`);
+  }
+  if (rawText.includes('\u0000') || rawText.includes('\uFFFD')) {
+    return fail('the file is not UTF-8 text (is it binary?); remove it from the resources folder');
+  }
+  // Editors show line 1 without the BOM, so positions are counted without it.
+  const text = rawText.charCodeAt(0) === 0xfeff ? rawText.slice(1) : rawText;
+  const docs = parseAllDocuments(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const all = Array.isArray(docs) ? docs : [];
+  const errors = all.flatMap((d) => d.errors);
+  if (errors.length > 0) {
+    const dupes = errors.filter((e) => e.code === 'DUPLICATE_KEY');
+    const shown = dupes.length === errors.length ? dupes : [errors[0]!];
+    return {
+      file, text, lineCounter, documents: [],
+      issues: shown.map((e) => issueAt(file, lineCounter, e.pos[0], '', syntaxMessage(e.code, e.message, text, e.pos[0]))),
+    };
+  }
+  const documents = all.filter((d) => d.contents !== null && !(isScalar(d.contents) && d.contents.value === null && d.contents.range[0] === d.contents.range[1]));
+  return { file, text, lineCounter, documents, issues: [] };
+}
+
+function syntaxMessage(code: string, message: string, text: string, offset: number): string {
+  if (code === 'DUPLICATE_KEY') {
+    const key = /^[^\s:]+/.exec(text.slice(offset))?.[0] ?? '';
+    return `duplicate key${key ? ` "${key}"` : ''}: each key may appear once in a mapping; remove or merge the second one`;
+  }
+  // yaml's own message minus the "at line X, column Y:" suffix and the code excerpt.
+  const first = message.split(/ at line \d+, column \d+/)[0]!.trim().replace(/\.$/, '');
+  return `YAML syntax error: ${first.charAt(0).toLowerCase()}${first.slice(1)}; fix the YAML syntax`;
+}
+
+/** "/spec/dependencies/0" → ["spec", "dependencies", "0"] */
+export function pointerSegments(pointer: string): string[] {
+  if (pointer === '') return [];
+  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+}
+
+export function toPointer(segments: readonly (string | number)[]): string {
+  return segments.map((s) => '/' + String(s).replace(/~/g, '~0').replace(/\//g, '~1')).join('');
+}
+
+export interface Located {
+  /** The value node (undefined for `key:` with no value, or a missing path). */
+  readonly value?: Node;
+  /** The key node, when the last step was a mapping key. */
+  readonly key?: Node;
+  /** The deepest node reached: where to point when the path does not exist. */
+  readonly nearest: Node;
+}
+
+/** Follows a JSON pointer through the YAML nodes (through aliases too). */
+export function locate(doc: Document.Parsed, segments: readonly string[]): Located {
+  let node = doc.contents as Node;
+  let key: Node | undefined;
+  for (const seg of segments) {
+    const target = isAlias(node) ? (node.resolve(doc) as Node | undefined) : node;
+    if (isMap(target)) {
+      const pair = target.items.find((p) => isPair(p) && scalarKey(p.key) === seg);
+      if (!pair) return { nearest: node };
+      key = pair.key as Node;
+      const value = pair.value as Node | null;
+      if (!value) return { key, nearest: key };
+      node = value;
+    } else if (isSeq(target)) {
+      const item = target.items[Number(seg)] as Node | undefined;
+      if (!item) return { nearest: node };
+      key = undefined;
+      node = item;
+    } else {
+      return { nearest: node };
+    }
+  }
+  return { value: node, key, nearest: node };
+}
+
+function scalarKey(key: unknown): string | undefined {
+  if (isScalar(key)) return String(key.value);
+  return undefined;
+}
+
+export function offsetOf(node: Node): number {
+  return node.range?.[0] ?? 0;
+}
