@@ -1,0 +1,353 @@
+// The undici client of the Device Update Service API: one keep-alive Agent, both headers on
+// every request, retries for what can succeed on retry, AIMD concurrency per tenant,
+// DRF pagination that never leaves the base URL's origin, and every answer validated.
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { setTimeout as sleepFor } from 'node:timers/promises';
+import { Agent, type Dispatcher } from 'undici';
+import { ApiError, UserError } from '../errors.js';
+import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
+import { redact, registerSecret } from '../redact.js';
+import { VERSION } from '../version.js';
+import { httpError, malformedError } from './errors.js';
+import { AimdLimiter } from './limiter.js';
+import { backoffDelay, classifyNetworkError, parseRetryAfter, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
+import type { ApiClientOptions, TenantClient } from './types.js';
+import { apiPath, parseBaseUrl, segment, type BaseUrl } from './url.js';
+import { firstProblem, type ResponseShape } from './validate.js';
+
+export interface ApiClient {
+  tenant(name: string): TenantClient;
+  close(): Promise<void>;
+}
+
+export interface RequestEvent {
+  readonly method: string;
+  /** The operation without ids, e.g. "GET /firmware-bundles/version/{version}" (a metrics label). */
+  readonly route: string;
+  readonly status: number | 'error';
+  readonly durationMs: number;
+  readonly tenant: string;
+}
+
+export type CreateApiClientOptions = ApiClientOptions & {
+  readonly log?: Logger;
+  readonly onRequest?: (e: RequestEvent) => void;
+  readonly clock?: Clock;
+  readonly random?: () => number;
+  /** Tests pass a MockAgent; the client then neither builds nor closes an Agent. */
+  readonly dispatcher?: Dispatcher;
+  /** Total time one request may spend in retries (default 2 minutes). */
+  readonly retryBudgetMs?: number;
+};
+
+export const DEFAULTS = {
+  timeoutMs: 30_000,
+  connectTimeoutMs: 10_000,
+  maxRetries: 5,
+  concurrency: 8,
+  retryBudgetMs: 120_000,
+  maxPages: 10_000,
+} as const;
+
+const ROUTES = {
+  list: 'GET /firmware-bundles',
+  bundle: 'GET /firmware-bundles/version/{version}',
+  action: 'GET /actions/{id}',
+  put: 'PUT /firmwares/{version_number}',
+  append: 'POST /actions/{id}/append_phase',
+} as const;
+
+interface Call {
+  readonly method: 'GET' | 'PUT' | 'POST';
+  /** Path and query on the wire (already holding the base URL's prefix). */
+  readonly path: string;
+  readonly route: string;
+  readonly body?: unknown;
+  /** append_phase is not idempotent: never retried, and its failures carry an outcome. */
+  readonly idempotent: boolean;
+}
+
+interface Reply {
+  readonly status: number;
+  readonly text: string;
+  readonly retryAfter: string | string[] | undefined;
+}
+
+interface Context {
+  readonly base: BaseUrl;
+  readonly dispatcher: Dispatcher;
+  readonly clock: Clock;
+  readonly random: () => number;
+  readonly log: Logger | undefined;
+  readonly onRequest: ((e: RequestEvent) => void) | undefined;
+  readonly maxRetries: number;
+  readonly retryBudgetMs: number;
+  readonly userAgent: string;
+}
+
+const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => sleepFor(ms, undefined, signal ? { signal } : {}),
+};
+
+export function createApiClient(opts: CreateApiClientOptions): ApiClient {
+  const base = parseBaseUrl(opts.baseUrl, opts.insecureHttp ?? false);
+  for (const key of opts.keys.values()) registerSecret(key);
+  const ownAgent = opts.dispatcher ? undefined : buildAgent(opts);
+  const ctx: Context = {
+    base,
+    dispatcher: opts.dispatcher ?? ownAgent!,
+    clock: opts.clock ?? systemClock,
+    random: opts.random ?? Math.random,
+    log: opts.log,
+    onRequest: opts.onRequest,
+    maxRetries: opts.maxRetries ?? DEFAULTS.maxRetries,
+    retryBudgetMs: opts.retryBudgetMs ?? DEFAULTS.retryBudgetMs,
+    userAgent: opts.userAgent ?? `dus-sync/${VERSION}`,
+  };
+  const concurrency = opts.concurrency ?? DEFAULTS.concurrency;
+  const tenants = new Map<string, TenantClient>();
+  return {
+    tenant(name: string): TenantClient {
+      let client = tenants.get(name);
+      if (!client) {
+        const key = opts.keys.get(name);
+        if (key === undefined || key === '') {
+          throw new UserError(`no API key for tenant ${name}: set tenants.${name}.api_key_env or api_key_file in dus-sync.yaml, or DUS_API_KEY`);
+        }
+        client = tenantClient(ctx, name, key, new AimdLimiter(concurrency));
+        tenants.set(name, client);
+      }
+      return client;
+    },
+    async close(): Promise<void> {
+      await ownAgent?.close();
+    },
+  };
+}
+
+function buildAgent(opts: ApiClientOptions): Agent {
+  const timeout = opts.timeoutMs ?? DEFAULTS.timeoutMs;
+  const ca = opts.caFile ? trustedCas(opts.caFile) : undefined;
+  return new Agent({
+    keepAliveTimeout: 10_000,
+    headersTimeout: timeout,
+    bodyTimeout: timeout,
+    connect: { timeout: Math.min(DEFAULTS.connectTimeoutMs, timeout), rejectUnauthorized: true, ...(ca ? { ca } : {}) },
+  });
+}
+
+/** Passing `ca` replaces Node's default store, so keep the bundled roots and NODE_EXTRA_CA_CERTS. */
+function trustedCas(caFile: string): string[] {
+  const pem = readPem(caFile, '--ca-file');
+  const extraFile = process.env.NODE_EXTRA_CA_CERTS;
+  const extra = extraFile ? [readPem(extraFile, 'NODE_EXTRA_CA_CERTS')] : [];
+  return [...rootCertificates, ...extra, pem];
+}
+
+function readPem(file: string, what: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UserError(`cannot read the CA file ${file} (${what}): ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new UserError(`the CA file ${file} (${what}) holds no PEM certificate: it must contain -----BEGIN CERTIFICATE-----`);
+  }
+  return text;
+}
+
+// ---------------------------------------------------------------- one tenant
+
+function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter): TenantClient {
+  const send = (call: Call, signal?: AbortSignal): Promise<Reply> => execute(ctx, tenant, key, limiter, call, signal);
+  const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, send, signal);
+  return {
+    tenant,
+    bundlePages: pages,
+    async listBundles(signal) {
+      const all: FirmwareBundle[] = [];
+      for await (const page of pages(signal)) all.push(...page);
+      return all;
+    },
+    async getBundle(version, signal) {
+      const call: Call = { method: 'GET', path: apiPath(ctx.base, `/api/v1/firmware-bundles/version/${segment(version)}`), route: ROUTES.bundle, idempotent: true };
+      return parseAs<FirmwareBundle>('FirmwareBundle', call, await send(call, signal));
+    },
+    async getAction(id, signal) {
+      const call: Call = { method: 'GET', path: apiPath(ctx.base, `/api/v1/actions/${segment(id)}`), route: ROUTES.action, idempotent: true };
+      try {
+        return parseAs<Action>('Action', call, await send(call, signal));
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) return null;
+        throw err;
+      }
+    },
+    async putFirmware(versionNumber, body: FirmwareUpdate, signal) {
+      const call: Call = { method: 'PUT', path: apiPath(ctx.base, `/api/v1/firmwares/${segment(versionNumber)}`), route: ROUTES.put, body, idempotent: true };
+      const reply = await send(call, signal);
+      if (reply.text.trim() !== '' && parseJson(reply.text) === NOT_JSON) {
+        throw malformedError(endpointOf(call), 'the body is not JSON', reply.status);
+      }
+    },
+    async appendPhase(actionId, phase: PhaseSpec, signal) {
+      const body = { name: phase.name, trigger_on: phase.trigger_on, info: phase.info };
+      const call: Call = { method: 'POST', path: apiPath(ctx.base, `/api/v1/actions/${segment(actionId)}/append_phase`), route: ROUTES.append, body, idempotent: false };
+      const reply = await send(call, signal);
+      try {
+        return parseAs<Action>('Action', call, reply);
+      } catch (err) {
+        // The server said 2xx, so the phase is most likely there: the executor must read back.
+        if (err instanceof ApiError) throw new ApiError(err.message, { ...err.details, outcome: 'unknown' });
+        throw err;
+      }
+    },
+  };
+}
+
+async function* bundlePages(ctx: Context, send: (c: Call, s?: AbortSignal) => Promise<Reply>, signal?: AbortSignal): AsyncGenerator<FirmwareBundle[]> {
+  const first = apiPath(ctx.base, '/api/v1/firmware-bundles');
+  let url: URL | null = new URL(first, ctx.base.origin);
+  const seen = new Set<string>();
+  while (url) {
+    const call: Call = { method: 'GET', path: `${url.pathname}${url.search}`, route: ROUTES.list, idempotent: true };
+    if (seen.has(url.href)) {
+      throw new ApiError(redact(`the bundle list loops: ${endpointOf(call)} was already read (the API's next links go round in a circle)`), { endpoint: endpointOf(call) });
+    }
+    if (seen.size >= DEFAULTS.maxPages) {
+      throw new ApiError(`the bundle list has more than ${DEFAULTS.maxPages} pages: stopping (the API's next links do not end)`, { endpoint: endpointOf(call) });
+    }
+    seen.add(url.href);
+    const page = parseAs<FirmwareBundleList>('FirmwareBundleList', call, await send(call, signal));
+    yield page.results;
+    url = nextUrl(ctx.base, url, page.next, call);
+  }
+}
+
+/** DRF `next`: absolute or relative (RFC 3986 against the page it came from), same origin only. */
+function nextUrl(base: BaseUrl, current: URL, next: string | null | undefined, call: Call): URL | null {
+  if (next === null || next === undefined || next === '') return null;
+  let url: URL;
+  try {
+    url = new URL(next, current);
+  } catch {
+    throw malformedError(endpointOf(call), `next is not a URL: ${JSON.stringify(next)}`, 200);
+  }
+  if (url.origin !== base.origin) {
+    throw new ApiError(redact(`refusing to follow the next link of ${endpointOf(call)} to ${url.origin}: it is not the API's origin ${base.origin}, and the API key must not be sent there`), { endpoint: endpointOf(call), retryable: false });
+  }
+  return url;
+}
+
+// ---------------------------------------------------------------- one request
+
+function endpointOf(call: Call): string {
+  return `${call.method} ${call.path}`;
+}
+
+const NOT_JSON = Symbol('not-json');
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return NOT_JSON;
+  }
+}
+
+function parseAs<T>(shape: ResponseShape, call: Call, reply: Reply): T {
+  if (reply.text.trim() === '') throw malformedError(endpointOf(call), 'the body is empty', reply.status);
+  const value = parseJson(reply.text);
+  if (value === NOT_JSON) throw malformedError(endpointOf(call), 'the body is not JSON', reply.status);
+  const problem = firstProblem(shape, value);
+  if (problem) throw malformedError(endpointOf(call), problem, reply.status);
+  return value as T;
+}
+
+type Attempt = { readonly reply: Reply } | { readonly failure: NetworkFailure };
+
+async function execute(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, call: Call, signal?: AbortSignal): Promise<Reply> {
+  const started = ctx.clock.now();
+  for (let attempt = 0; ; attempt++) {
+    const result = await attemptOnce(ctx, tenant, key, limiter, call, signal);
+    if ('reply' in result && result.reply.status >= 200 && result.reply.status < 300) return result.reply;
+    const retryable = 'reply' in result ? RETRYABLE_STATUSES.has(result.reply.status) : result.failure.retryable;
+    if (call.idempotent && retryable && attempt < ctx.maxRetries) {
+      const delay = retryDelay(ctx, attempt, 'reply' in result ? result.reply : undefined);
+      if (ctx.clock.now() - started + delay <= ctx.retryBudgetMs) {
+        ctx.log?.debug(`retrying ${endpointOf(call)} in ${delay}ms`, { tenant, attempt: attempt + 1 });
+        await ctx.clock.sleep(delay, signal);
+        continue;
+      }
+    }
+    throw 'reply' in result
+      ? httpError({ tenant, endpoint: endpointOf(call), status: result.reply.status, bodyText: result.reply.text, retryable, attempts: attempt + 1, ...(call.idempotent ? {} : { outcome: result.reply.status < 500 ? 'not-sent' : 'unknown' }) })
+      : networkError(ctx, tenant, call, result.failure, attempt + 1);
+  }
+}
+
+function retryDelay(ctx: Context, attempt: number, reply: Reply | undefined): number {
+  const hinted = reply ? parseRetryAfter(reply.retryAfter, ctx.clock.now()) : undefined;
+  return hinted ?? backoffDelay(attempt, ctx.random);
+}
+
+async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, call: Call, signal?: AbortSignal): Promise<Attempt> {
+  await limiter.acquire(signal);
+  const t0 = ctx.clock.now();
+  let result: Attempt;
+  try {
+    result = { reply: await transmit(ctx, tenant, key, call, signal) };
+  } catch (err) {
+    // An abort is the caller's decision, not a failure of the API.
+    if (signal?.aborted) throw signal.reason as Error;
+    result = { failure: classifyNetworkError(err) };
+    ctx.log?.debug(`${endpointOf(call)} failed: ${redact(String((err as Error)?.message ?? err))}`, { tenant });
+  } finally {
+    limiter.release();
+  }
+  const status = 'reply' in result ? result.reply.status : 'error';
+  if (status === 429) limiter.onRateLimited();
+  else if (typeof status === 'number' && status < 500) limiter.onSuccess();
+  const durationMs = ctx.clock.now() - t0;
+  ctx.log?.debug(`${call.method} ${call.path} ${status} ${durationMs}ms`, { tenant, method: call.method, path: call.path, status, durationMs });
+  ctx.onRequest?.({ method: call.method, route: call.route, status, durationMs, tenant });
+  return result;
+}
+
+async function transmit(ctx: Context, tenant: string, key: string, call: Call, signal?: AbortSignal): Promise<Reply> {
+  const headers: Record<string, string> = {
+    'x-service-api-key': key,
+    'x-service-tenant': tenant,
+    accept: 'application/json',
+    'user-agent': ctx.userAgent,
+  };
+  if (call.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await ctx.dispatcher.request({
+    origin: ctx.base.origin,
+    path: call.path,
+    method: call.method,
+    headers,
+    ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
+    ...(signal ? { signal } : {}),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, text, retryAfter: res.headers['retry-after'] };
+}
+
+function networkError(ctx: Context, tenant: string, call: Call, failure: NetworkFailure, attempts: number): ApiError {
+  const endpoint = endpointOf(call);
+  const tries = attempts > 1 ? `, ${attempts} tries` : '';
+  if (!call.idempotent) {
+    const outcome = failure.sent ? 'unknown' : 'not-sent';
+    const message = failure.sent
+      ? `the outcome of ${endpoint} for tenant ${tenant} is unknown: ${failure.description} after the request was sent (${failure.code})`
+      : `${endpoint} for tenant ${tenant} was not sent: ${failure.description} (${failure.code}, ${ctx.base.host})`;
+    return new ApiError(redact(message), { retryable: false, endpoint, outcome });
+  }
+  return new ApiError(redact(`could not complete ${endpoint} for tenant ${tenant} at ${ctx.base.host}: ${failure.description} (${failure.code}${tries})`), {
+    retryable: failure.retryable,
+    endpoint,
+  });
+}
