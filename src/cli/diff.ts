@@ -1,4 +1,94 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('diff is not built yet');
+// `dus-sync diff --base REF`: the desired state at a git ref against the working tree, offline.
+// No key, no base_url, no request: it runs in pull requests from forks that get no secrets.
+// Exit 0 without differences, 2 with, 1 on error (like plan --detailed-exitcode).
+import { parseDocument } from 'yaml';
+import { ConfigError, UserError } from '../errors.js';
+import { baseInvalidWarning, diffDesired, hasDifferences, type DiffWarning } from '../core/desired-diff.js';
+import { renderDiffJson } from '../core/render/desired-diff-json.js';
+import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
+import { renderDiffText } from '../core/render/desired-diff-text.js';
+import { readDesiredAtRef } from '../load/git.js';
+import { loadDesiredState, loadDocuments, selectResourcePaths } from '../load/index.js';
+import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
+import { setup } from './common.js';
+import { paint, useColor, type GlobalOptions } from './context.js';
+
+const EMPTY: DesiredState = { firmwares: [], actions: [], files: [] };
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The working config with what the base commit's dus-sync.yaml says about which files are
+ * resources and whose they are; the rest (where the API is, keys) does not matter offline.
+ */
+export function configAtBase(working: ResolvedConfig, text: string | undefined, env: NodeJS.ProcessEnv, log: Logger): ResolvedConfig {
+  if (text === undefined) return working;
+  const doc = parseDocument(text, { uniqueKeys: true });
+  const raw: unknown = doc.errors.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined;
+  if (!isObject(raw) || raw.kind !== 'Config') {
+    log.warn('the config file at the base ref is not a valid dus-sync config; the working one is used for both sides.');
+    return working;
+  }
+  const resources = Array.isArray(raw.resources) && raw.resources.every((r) => typeof r === 'string') ? raw.resources as string[] : undefined;
+  const envTenant = env.DUS_TENANT?.trim() ? env.DUS_TENANT.trim() : undefined;
+  const defaultTenant = envTenant ?? (typeof raw.default_tenant === 'string' ? raw.default_tenant : undefined);
+  const tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string }> = {};
+  if (isObject(raw.tenants)) for (const name of Object.keys(raw.tenants)) tenants[name] = {};
+  const { resources: _r, defaultTenant: _d, ...rest } = working;
+  return {
+    ...rest,
+    tenants,
+    ...(resources ? { resources } : {}),
+    ...(defaultTenant !== undefined ? { defaultTenant } : {}),
+  };
+}
+
+export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
+  const base = typeof opts.base === 'string' ? opts.base : '';
+  if (base === '') throw new UserError('diff needs --base GIT_REF, e.g. --base origin/main');
+  const format = typeof opts.format === 'string' ? opts.format : 'text';
+  const { config, filter, log } = await setup(globals);
+
+  const head = await loadDesiredState(config, filter);
+  if (head.issues.length > 0) throw new ConfigError(head.issues);
+
+  let baseConfig = config;
+  const atRef = await readDesiredAtRef({
+    dir: config.dir,
+    ref: base,
+    ...(config.file ? { configFile: config.file } : {}),
+    select: (paths, configText) => {
+      baseConfig = configAtBase(config, configText, process.env, log);
+      return selectResourcePaths(paths, baseConfig);
+    },
+  });
+  const baseLoad = loadDocuments(atRef.files, baseConfig, filter);
+  const extra: DiffWarning[] = [];
+  let baseDesired = baseLoad.desired;
+  if (baseLoad.issues.length > 0) {
+    log.warn(`the desired state at ${base} has ${baseLoad.issues.length} problem(s), e.g. ${describeIssue(baseLoad.issues[0]!)}; everything counts as added.`);
+    extra.push(baseInvalidWarning(base, baseLoad.issues.length));
+    baseDesired = EMPTY;
+  }
+  log.debug(`base ${base} is commit ${atRef.commit}: ${atRef.files.length} resource file(s)`);
+
+  const diff = diffDesired(baseDesired, head.desired, extra);
+  const out = render(format, diff, base, atRef.commit, useColor(globals));
+  process.stdout.write(out);
+  return hasDifferences(diff) ? 2 : 0;
+}
+
+function describeIssue(i: { file: string; line: number; column: number; message: string }): string {
+  return `${i.file}:${i.line}:${i.column}: ${i.message}`;
+}
+
+function render(format: string, diff: ReturnType<typeof diffDesired>, base: string, commit: string, color: boolean): string {
+  switch (format) {
+    case 'json': return renderDiffJson(diff, { base, baseCommit: commit });
+    case 'markdown': return renderDiffMarkdown(diff, { base });
+    case 'text': return renderDiffText(diff, { base, paint: paint(color) });
+    default: throw new UserError(`--format takes text, json or markdown, not "${format}"`);
+  }
 }

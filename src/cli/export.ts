@@ -1,4 +1,134 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('export is not built yet');
+// `dus-sync export --tenant T --out DIR [--action ID ...]`: the live state of one tenant as
+// desired-state YAML, so that an existing tenant can be brought under git. It reads (every
+// bundle page, the given actions), builds the files with the pure writer, and writes only
+// those files, only inside --out. Other files in --out are left alone.
+import { lstat, mkdir, readdir, realpath } from 'node:fs/promises';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { createApiClient } from '../api/client.js';
+import { indexFirmwares } from '../api/fetch-live.js';
+import { exportFiles, type ExportedFile } from '../core/export.js';
+import { UserError } from '../errors.js';
+import { readApiKeys } from '../load/keys.js';
+import type { Action, Logger } from '../model/index.js';
+import { VERSION } from '../version.js';
+import { setup, writeFileAtomic } from './common.js';
+import type { GlobalOptions } from './context.js';
+
+export const SCHEMA_URL = 'https://dus-sync.dev/schemas/v1/resource.schema.json';
+
+function parseActionIds(raw: unknown): number[] {
+  const list = Array.isArray(raw) ? raw.map(String) : raw === undefined ? [] : [String(raw)];
+  const ids = list.map((s) => {
+    const n = Number(s);
+    if (!/^\d+$/.test(s.trim()) || !Number.isSafeInteger(n)) throw new UserError(`--action takes an action id (a whole number), not "${s}"`);
+    return n;
+  });
+  return [...new Set(ids)].sort((a, b) => a - b);
+}
+
+function inside(root: string, target: string): boolean {
+  const rel = relative(root, target);
+  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+}
+
+/**
+ * Writes each file under `outDir`, refusing any path that would land outside it: through
+ * `..`, an absolute path, or a symbolic link inside the folder that points elsewhere.
+ */
+export async function writeExport(outDir: string, files: readonly ExportedFile[]): Promise<string[]> {
+  const root = resolve(outDir);
+  await mkdir(root, { recursive: true });
+  const realRoot = await realpath(root);
+  const written: string[] = [];
+  for (const f of files) {
+    const target = resolve(realRoot, f.path);
+    if (f.path.includes('\0') || isAbsolute(f.path) || !inside(realRoot, target)) {
+      throw new UserError(`refusing to write ${JSON.stringify(f.path)}: it is outside ${outDir}`);
+    }
+    await mkdir(dirname(target), { recursive: true });
+    const parent = await realpath(dirname(target));
+    if (parent !== realRoot && !inside(realRoot, parent)) {
+      throw new UserError(`refusing to write ${f.path}: its folder leads outside ${outDir} (a symbolic link?)`);
+    }
+    const existing = await lstat(target).catch(() => undefined);
+    if (existing && !existing.isFile()) {
+      throw new UserError(`refusing to write ${f.path} in ${outDir}: something that is not a plain file is there`);
+    }
+    await writeFileAtomic(target, f.text);
+    written.push(f.path);
+  }
+  return written;
+}
+
+/** YAML files in the folders export writes to that this export did not write: maybe stale. */
+async function strayFiles(outDir: string, files: readonly ExportedFile[]): Promise<string[]> {
+  const ours = new Set(files.map((f) => f.path));
+  const out: string[] = [];
+  for (const sub of ['firmwares', 'actions']) {
+    const names = await readdir(resolve(outDir, sub)).catch(() => [] as string[]);
+    for (const n of names.sort()) {
+      const p = `${sub}/${n}`;
+      if (/\.ya?ml$/.test(n) && !ours.has(p)) out.push(p);
+    }
+  }
+  return out;
+}
+
+async function readActions(get: (id: number) => Promise<Action | null>, ids: readonly number[], tenant: string): Promise<Action[]> {
+  const out: Action[] = [];
+  for (const id of ids) {
+    const a = await get(id);
+    if (a === null) throw new UserError(`action ${id} was not found in tenant "${tenant}"; nothing was written`);
+    out.push(a);
+  }
+  return out;
+}
+
+export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
+  const { config, log } = await setup(globals);
+  const outDir = typeof opts.out === 'string' ? opts.out : '';
+  if (outDir === '') throw new UserError('export needs --out DIR, the folder to write the YAML into');
+  const tenants = globals.tenant ?? [];
+  if (tenants.length > 1) throw new UserError(`export writes one tenant at a time; run it once for each of ${tenants.join(', ')}`);
+  const tenant = tenants[0] ?? config.defaultTenant;
+  if (!tenant) throw new UserError('export needs a tenant: pass --tenant NAME, or set default_tenant in dus-sync.yaml (or DUS_TENANT)');
+  if (!config.baseUrl) throw new UserError('export needs the API\'s address: set base_url in dus-sync.yaml or DUS_BASE_URL');
+  const actionIds = parseActionIds(opts.action);
+
+  const keys = await readApiKeys(config, [tenant], process.env);
+  const client = createApiClient({
+    baseUrl: config.baseUrl,
+    keys,
+    ...(globals.insecureHttp ? { insecureHttp: true } : {}),
+    ...(globals.caFile ? { caFile: globals.caFile } : {}),
+    log,
+  });
+  try {
+    const api = client.tenant(tenant);
+    log.info(`reading the live state of tenant ${tenant}…`);
+    const [firmwares, actions] = await Promise.all([
+      indexFirmwares(api.bundlePages()),
+      readActions((id) => api.getAction(id), actionIds, tenant),
+    ]);
+    const result = exportFiles({ firmwares, actions }, {
+      tenant,
+      sourceUrl: config.baseUrl,
+      generatedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      schemaPath: SCHEMA_URL,
+      toolVersion: VERSION,
+    });
+    report(log, result.skipped.map((s) => `not exported: ${s.reason}.`));
+    const written = await writeExport(outDir, result.files);
+    for (const p of written) process.stderr.write(`wrote ${p}\n`);
+    report(log, (await strayFiles(outDir, result.files)).map((p) =>
+      `${p} was not written by this export; if it held documents of tenant ${tenant}, they may now be stale or defined twice (remove it if so).`));
+    process.stdout.write(`Exported ${result.firmwares} firmware${result.firmwares === 1 ? '' : 's'} of ${result.components} component${result.components === 1 ? '' : 's'} and ${result.actions} action${result.actions === 1 ? '' : 's'} of tenant ${tenant} to ${outDir} (${written.length} file${written.length === 1 ? '' : 's'})${result.skipped.length > 0 ? `; ${result.skipped.length} version number${result.skipped.length === 1 ? '' : 's'} skipped` : ''}.\n`);
+    return 0;
+  } finally {
+    await client.close();
+  }
+}
+
+function report(log: Logger, lines: readonly string[]): void {
+  for (const l of lines) log.warn(l);
 }

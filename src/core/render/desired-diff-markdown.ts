@@ -1,0 +1,173 @@
+// `diff --format markdown`: a pull-request comment. Summary table first, risk callouts, then a
+// section per tenant in <details>, with a mermaid picture of each rollout that gains phases.
+// GitHub refuses comments over 65,536 characters, so the body is cut at a budget with a note.
+import type { PhaseSpec } from '../../model/index.js';
+import type { ActionDiff, DesiredDiff, DiffEntry, FirmwareDiff } from '../desired-diff.js';
+import { diffTenants } from '../desired-diff.js';
+import { compactJson, showDependency, showDependencyList, showValue, summaryLine } from './desired-diff-format.js';
+
+export interface DiffMarkdownOptions {
+  readonly base: string;
+  /** Characters at most (default 60,000: under GitHub's 65,536 with room for a marker). */
+  readonly maxLength?: number;
+}
+
+export const MARKDOWN_MAX_LENGTH = 60_000;
+
+/** Text safe inside markdown (and table cells): no HTML, no pipes, no emphasis. */
+export function mdText(text: string): string {
+  return text.replace(/[\\`*_{}[\]<>()#+!|~]/g, (c) => `\\${c}`).replace(/\r?\n/g, ' ');
+}
+
+/** An inline code span that survives backticks and pipes in the value. */
+export function mdCode(text: string): string {
+  const clean = text.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+  const fence = clean.includes('`') ? '``' : '`';
+  const pad = fence === '``' || clean.startsWith('`') || clean.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${clean}${pad}${fence}`;
+}
+
+const SIGN = { add: '➕', remove: '➖', change: '✏️' } as const;
+
+function firmwareRow(e: FirmwareDiff): string {
+  const component = e.op === 'change' ? e.component_name : e.spec.component_name ?? null;
+  const what: string[] = [];
+  switch (e.op) {
+    case 'add': what.push('added to git'); break;
+    case 'remove': what.push('removed from git: no longer managed (nothing changes live)'); break;
+    case 'change':
+      for (const f of e.fields) what.push(`${mdCode(f.field)}: ${mdCode(showValue(f.before, f.field))} → ${mdCode(showValue(f.after, f.field))}`);
+      if (e.dependencies) {
+        if ((e.dependencies.before === null) !== (e.dependencies.after === null)) {
+          what.push(`dependencies: ${mdCode(showDependencyList(e.dependencies.before))} → ${mdCode(showDependencyList(e.dependencies.after))}`);
+        } else {
+          for (const d of e.dependencies.items) what.push(`dependency ${mdCode(showDependency(d))}`);
+        }
+      }
+  }
+  return `| ${SIGN[e.op]} | ${mdCode(e.key)} | ${component ? mdCode(component) : ''} | ${what.join('<br>')} |`;
+}
+
+function mermaidLabel(p: PhaseSpec): string {
+  return p.name.replace(/["\\`<>]/g, (c) => `#${c.charCodeAt(0)};`).replace(/\r?\n/g, ' ');
+}
+
+/** A left-to-right picture of the whole rollout; new phases are highlighted. */
+export function rolloutMermaid(phases: readonly PhaseSpec[], firstNew: number): string {
+  const nodes = phases.map((p, i) => `p${i}["${i}: ${mermaidLabel(p)}${i >= firstNew ? ' (new)' : ''}"]`);
+  const lines = ['```mermaid', 'flowchart LR', `  ${nodes.join(' --> ')}`];
+  if (firstNew < phases.length) {
+    lines.push('  classDef new fill:#dafbe1,stroke:#1a7f37');
+    lines.push(`  class ${phases.map((_, i) => i).filter((i) => i >= firstNew).map((i) => `p${i}`).join(',')} new`);
+  }
+  lines.push('```');
+  return lines.join('\n');
+}
+
+function phaseItem(sign: string, index: number, p: PhaseSpec): string {
+  return `- ${sign} phase ${index} ${mdCode(p.name)}: trigger_on ${mdCode(compactJson(p.trigger_on))}, info ${mdCode(compactJson(p.info))}`;
+}
+
+function actionBlock(e: ActionDiff): string {
+  const head = `**${SIGN[e.op]} action ${mdCode(e.key)}**`;
+  switch (e.op) {
+    case 'add':
+      return [`${head}: added to git with ${e.phases.length} phase${e.phases.length === 1 ? '' : 's'}`, '',
+        ...e.phases.map((p, i) => phaseItem('•', i, p)), '', ...(e.phases.length > 0 ? [rolloutMermaid(e.phases, e.phases.length), ''] : [])].join('\n');
+    case 'remove':
+      return `${head}: removed from git: no longer managed (nothing changes live)\n`;
+    case 'change': {
+      const lines = [head, ''];
+      for (const r of e.rewritten) lines.push(`- ⚠️ phase ${r.index} changed: ${mdCode(compactJson(r.before))} → ${mdCode(compactJson(r.after))}`);
+      for (const p of e.removed) lines.push(phaseItem('⚠️ removed', p.index, p.phase));
+      for (const p of e.appended) lines.push(phaseItem('➕', p.index, p.phase));
+      if (e.appended.length > 0) lines.push('', rolloutMermaid(e.phases, e.appended[0]!.index));
+      lines.push('');
+      return lines.join('\n');
+    }
+  }
+}
+
+function summaryTable(diff: DesiredDiff): string[] {
+  const rows = ['| Tenant | Firmware ➕ | Firmware ✏️ | Firmware ➖ | Actions ➕/✏️/➖ | Phases appended | Deactivations | Warnings |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|'];
+  for (const tenant of diffTenants(diff)) {
+    const es = diff.entries.filter((e) => e.tenant === tenant);
+    const n = (kind: DiffEntry['kind'], op: DiffEntry['op']) => es.filter((e) => e.kind === kind && e.op === op).length;
+    const phases = es.reduce((s, e) => s + (e.kind === 'action' && e.op === 'change' ? e.appended.length : 0), 0);
+    const deact = es.filter((e) => e.kind === 'firmware'
+      && ((e.op === 'add' && e.spec.is_deactivated === true) || (e.op === 'change' && e.fields.some((f) => f.field === 'is_deactivated' && f.after === true)))).length;
+    const warnings = diff.warnings.filter((w) => w.tenant === tenant).length;
+    rows.push(`| ${mdCode(tenant)} | ${n('firmware', 'add')} | ${n('firmware', 'change')} | ${n('firmware', 'remove')} | ${n('action', 'add')}/${n('action', 'change')}/${n('action', 'remove')} | ${phases} | ${deact ? `**${deact}**` : 0} | ${warnings ? `**${warnings}**` : 0} |`);
+  }
+  return rows;
+}
+
+const MAX_WARNINGS = 50;
+
+function warningCallout(diff: DesiredDiff): string[] {
+  if (diff.warnings.length === 0) return [];
+  const lines = ['> [!WARNING]', '> **Review these edits carefully**', '>'];
+  for (const w of diff.warnings.slice(0, MAX_WARNINGS)) lines.push(`> - ${w.tenant ? `${mdCode(w.tenant)}: ` : ''}${mdText(w.message)}`);
+  if (diff.warnings.length > MAX_WARNINGS) lines.push(`> - … and ${diff.warnings.length - MAX_WARNINGS} more (see the full output of \`dus-sync diff\`)`);
+  return [...lines, ''];
+}
+
+/** Appends blocks while they fit; the caller closes what is open and adds the note. */
+class Budget {
+  private readonly parts: string[] = [];
+  private used = 0;
+  dropped = 0;
+  constructor(private readonly limit: number) {}
+  add(text: string): boolean {
+    if (this.dropped > 0 || this.used + text.length + 1 > this.limit) return false;
+    this.parts.push(text);
+    this.used += text.length + 1;
+    return true;
+  }
+  force(text: string): void {
+    this.parts.push(text);
+    this.used += text.length + 1;
+  }
+  text(): string {
+    return this.parts.join('\n');
+  }
+}
+
+export function renderDiffMarkdown(diff: DesiredDiff, opts: DiffMarkdownOptions): string {
+  const max = opts.maxLength ?? MARKDOWN_MAX_LENGTH;
+  const note = (n: number) => `\n> [!NOTE]\n> This comment was cut to stay under GitHub's size limit: ${n} more entr${n === 1 ? 'y is' : 'ies are'} not shown. Run \`dus-sync diff --base ${mdText(opts.base)}\` for the whole difference.\n`;
+  // Room for closing tags and the note, whatever is cut.
+  const budget = new Budget(Math.max(0, max - 400));
+  const header = [`### dus-sync diff: ${mdCode(opts.base)} → this change`, '', summaryLine(diff.summary), ''];
+  budget.force(header.join('\n'));
+  if (diff.entries.length === 0 && diff.warnings.length === 0) return `${budget.text()}\n`;
+  if (diff.entries.length > 0) budget.add([...summaryTable(diff), ''].join('\n'));
+  budget.add(warningCallout(diff).join('\n'));
+
+  let dropped = 0;
+  for (const tenant of diffTenants(diff)) {
+    const es = diff.entries.filter((e) => e.tenant === tenant);
+    if (es.length === 0) continue;
+    if (budget.dropped > 0) { dropped += es.length; continue; }
+    const fws = es.filter((e): e is FirmwareDiff => e.kind === 'firmware');
+    const acs = es.filter((e): e is ActionDiff => e.kind === 'action');
+    const open = [`#### Tenant ${mdCode(tenant)}`, '', `<details${es.length <= 20 ? ' open' : ''}><summary>${fws.length} firmware, ${acs.length} action difference${acs.length === 1 ? '' : 's'}</summary>`, ''].join('\n');
+    if (!budget.add(open)) { budget.dropped = 1; dropped += es.length; continue; }
+    let i = 0;
+    if (fws.length > 0) {
+      budget.add('| | Firmware | Component | Difference |\n|---|---|---|---|');
+      for (; i < fws.length && budget.add(firmwareRow(fws[i]!)); i++);
+      budget.force('');
+    }
+    let j = 0;
+    if (i === fws.length) for (; j < acs.length && budget.add(actionBlock(acs[j]!)); j++);
+    const left = fws.length - i + acs.length - j;
+    if (left > 0) { budget.dropped = 1; dropped += left; }
+    budget.force('</details>\n');
+  }
+  let out = budget.text();
+  if (dropped > 0) out += note(dropped);
+  out += '\n<sub>Computed from git alone (no API access): the live state may differ. `dus-sync plan` shows what apply would do.</sub>\n';
+  return out;
+}
