@@ -46,6 +46,8 @@ export function createLogger(opts: LoggerOptions = {}): AgentLogger {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    // Errors are already plain fields (cleanArg); pino's own err serializer would relabel them.
+    serializers: { err: (e: unknown) => e },
     hooks: {
       logMethod(args, method) {
         method.apply(this, args.map((a) => cleanArg(a, debug)) as Parameters<typeof method>);

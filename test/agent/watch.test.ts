@@ -1,0 +1,210 @@
+import { mkdtemp, mkdir, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Watcher, jittered, startWatch, type WatcherOptions } from '../../src/agent/watch.js';
+import { FakePass, FakeTimers, deferred, flush, memoryLogger, result, waitFor } from './helpers.js';
+
+const watchers: Watcher[] = [];
+afterEach(async () => {
+  await Promise.all(watchers.splice(0).map((w) => w.stop(0)));
+});
+
+async function loop(pass: FakePass, extra: Partial<WatcherOptions> = {}) {
+  const timers = new FakeTimers();
+  const log = memoryLogger();
+  const w = new Watcher({ paths: [], pass: pass.run, intervalMs: 60_000, jitter: 0, watchFiles: false, timers, log, ...extra });
+  watchers.push(w);
+  await w.start();
+  await flush();
+  return { w, timers, log };
+}
+
+describe('the watch loop', () => {
+  it('runs one pass at start and logs one summary line for it', async () => {
+    const pass = new FakePass();
+    const { w, log } = await loop(pass);
+    expect(pass.triggers).toEqual([{ reason: 'start' }]);
+    expect(w.status()).toMatchObject({ passes: 1, running: false, consecutiveFailures: 0 });
+    const summaries = log.lines.filter((l) => l.msg.startsWith('reconcile '));
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]).toMatchObject({ level: 'info', msg: 'reconcile success: pass success', fields: { trigger: 'start', result: 'success', nextInMs: 60_000 } });
+  });
+
+  it('never runs two passes at once: triggers during a pass coalesce into exactly one more', async () => {
+    const pass = new FakePass();
+    const gate = deferred<void>();
+    pass.next = async () => { await gate.promise; return result('success'); };
+    const { w } = await loop(pass);
+    expect(pass.inFlight).toBe(1);
+    w.trigger('file-change', ['/c/b.yaml']);
+    w.trigger('interval');
+    w.trigger('file-change', ['/c/a.yaml', '/c/b.yaml']);
+    await flush();
+    expect(pass.triggers).toHaveLength(1);
+    pass.next = undefined;
+    gate.resolve();
+    await w.idle();
+    expect(pass.triggers).toEqual([{ reason: 'start' }, { reason: 'file-change', files: ['/c/a.yaml', '/c/b.yaml'] }]);
+    expect(pass.maxInFlight).toBe(1);
+  });
+
+  it('runs a drift pass every interval, with the jitter inside ±10%', async () => {
+    const pass = new FakePass();
+    const { timers } = await loop(pass, { intervalMs: 1000 });
+    await timers.advance(999);
+    expect(pass.triggers).toHaveLength(1);
+    await timers.advance(1);
+    expect(pass.triggers.map((t) => t.reason)).toEqual(['start', 'interval']);
+    await timers.advance(3000);
+    expect(pass.triggers.map((t) => t.reason)).toEqual(['start', 'interval', 'interval', 'interval', 'interval']);
+    expect(jittered(1000, 0.1, () => 0)).toBe(900);
+    expect(jittered(1000, 0.1, () => 1)).toBe(1100);
+    expect(jittered(1000, 0.1, () => 0.5)).toBe(1000);
+  });
+
+  it('measures the interval from the last pass, whatever triggered it', async () => {
+    const pass = new FakePass();
+    const { w, timers } = await loop(pass, { intervalMs: 1000 });
+    await timers.advance(600);
+    w.trigger('file-change', ['/c/a.yaml']);
+    await timers.advance(600);
+    expect(pass.triggers.map((t) => t.reason)).toEqual(['start', 'file-change']);
+    await timers.advance(400);
+    expect(pass.triggers.map((t) => t.reason)).toEqual(['start', 'file-change', 'interval']);
+  });
+
+  it('backs off exponentially (capped) after API errors, then returns to the interval', async () => {
+    const pass = new FakePass();
+    pass.outcomes = ['api-error', 'api-error', 'api-error', 'api-error', 'api-error'];
+    const { w, timers, log } = await loop(pass, { intervalMs: 10_000, backoff: { baseMs: 1000, maxMs: 5000 } });
+    const at: number[] = [];
+    const t0 = timers.now();
+    const record = () => at.push(timers.now() - t0);
+    for (let i = 0; i < 6; i++) {
+      const before = pass.triggers.length;
+      while (pass.triggers.length === before) await timers.advance(100);
+      record();
+    }
+    // start failed at 0 → retry at 1 s, 3 s (+2), 7 s (+4), 12 s (+5 capped), 17 s (+5) succeeds.
+    expect(at).toEqual([1000, 3000, 7000, 12000, 17000, 27000]);
+    expect(pass.triggers.slice(1, 6).every((t) => t.reason === 'retry')).toBe(true);
+    expect(pass.triggers[6]?.reason).toBe('interval');
+    expect(w.status().consecutiveFailures).toBe(0);
+    expect(log.lines.find((l) => l.fields?.result === 'api-error')).toMatchObject({ level: 'error', fields: { retryInMs: 1000 } });
+  });
+
+  it('keeps running after invalid config and after a pass that throws', async () => {
+    const pass = new FakePass();
+    pass.outcomes = ['invalid-config'];
+    const { w, log } = await loop(pass);
+    expect(log.lines.find((l) => l.fields?.result === 'invalid-config')?.level).toBe('warn');
+    pass.next = () => Promise.reject(new Error('boom'));
+    w.trigger('file-change', ['/c/a.yaml']);
+    await w.idle();
+    expect(w.status().lastResult).toMatchObject({ result: 'api-error', message: 'the pass failed unexpectedly: boom' });
+    pass.next = undefined;
+    w.trigger('retry');
+    await w.idle();
+    expect(w.status()).toMatchObject({ passes: 3, lastResult: { result: 'success' } });
+    expect(w.status().lastSuccessAt).toBeDefined();
+  });
+
+  it('stop() lets the running pass finish within the grace period', async () => {
+    const pass = new FakePass();
+    const gate = deferred<void>();
+    pass.next = async () => { await gate.promise; return result('success'); };
+    const { w, timers } = await loop(pass);
+    const stopped = w.stop(20_000);
+    await timers.advance(5000);
+    gate.resolve();
+    await expect(stopped).resolves.toBe('finished');
+    expect(pass.signals[0]?.aborted).toBe(false);
+    w.trigger('interval');
+    await flush();
+    expect(pass.triggers).toHaveLength(1);
+  });
+
+  it('stop() aborts the running pass once the grace period is over', async () => {
+    const pass = new FakePass();
+    pass.next = () => new Promise((resolve) => {
+      pass.signals.at(-1)!.addEventListener('abort', () => resolve(result('partial-failure')));
+    });
+    const { w, timers } = await loop(pass);
+    const stopped = w.stop(1000);
+    await timers.advance(999);
+    expect(pass.signals[0]?.aborted).toBe(false);
+    await timers.advance(1);
+    await expect(stopped).resolves.toBe('aborted');
+    expect(pass.signals[0]?.aborted).toBe(true);
+  });
+
+  it('stops at once when its signal is aborted', async () => {
+    const pass = new FakePass();
+    const ac = new AbortController();
+    const { w, timers } = await loop(pass, { signal: ac.signal, intervalMs: 1000 });
+    ac.abort();
+    await timers.advance(5000);
+    expect(pass.triggers).toHaveLength(1);
+    expect(w.status().running).toBe(false);
+  });
+});
+
+describe('file changes (real chokidar on a temp folder)', () => {
+  let dir: string;
+  afterEach(async () => { await rm(dir, { recursive: true, force: true }); });
+
+  async function fixture() {
+    dir = await mkdtemp(join(tmpdir(), 'dus-watch-'));
+    await mkdir(join(dir, 'tenants', 'acme'), { recursive: true });
+    await mkdir(join(dir, '.dus-sync'));
+    await writeFile(join(dir, 'dus-sync.yaml'), 'kind: Config\n');
+    await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: 1\n');
+    await writeFile(join(dir, 'tenants', 'acme', 'c.yaml'), 'c: 1\n');
+    const pass = new FakePass();
+    const w = await startWatch({
+      paths: [join(dir, 'dus-sync.yaml'), join(dir, 'tenants')],
+      pass: pass.run, intervalMs: 60_000, debounceMs: 250, log: memoryLogger(),
+    });
+    watchers.push(w);
+    await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+    return { w, pass };
+  }
+
+  it('folds a burst of writes, an atomic save and an unlink+add into one pass', async () => {
+    const { w, pass } = await fixture();
+    const acme = join(dir, 'tenants', 'acme');
+    await writeFile(join(acme, 'a.yaml'), 'a: 2\n');
+    await writeFile(join(acme, 'b.yaml'), 'b: 1\n');
+    await writeFile(join(acme, 'a.yaml.tmp-1'), 'a: 3\n');
+    await rename(join(acme, 'a.yaml.tmp-1'), join(acme, 'a.yaml'));
+    await unlink(join(acme, 'c.yaml'));
+    await writeFile(join(acme, 'c.yaml'), 'c: 2\n');
+    await waitFor(() => pass.triggers.length >= 2, 5000, 'the file-change pass');
+    await new Promise((r) => setTimeout(r, 600));
+    await w.idle();
+    expect(pass.triggers).toHaveLength(2);
+    const second = pass.triggers[1]!;
+    expect(second.reason).toBe('file-change');
+    expect(second.files).toEqual(expect.arrayContaining([join(acme, 'a.yaml'), join(acme, 'b.yaml'), join(acme, 'c.yaml')]));
+    expect(second.files!.some((f) => f.includes('.tmp-'))).toBe(false);
+  });
+
+  it('sees an atomic save of the config file itself', async () => {
+    const { pass } = await fixture();
+    await writeFile(join(dir, 'dus-sync.yaml.new'), 'kind: Config\n# edited\n');
+    await rename(join(dir, 'dus-sync.yaml.new'), join(dir, 'dus-sync.yaml'));
+    await waitFor(() => pass.triggers.length >= 2, 5000, 'the file-change pass');
+    expect(pass.triggers[1]).toEqual({ reason: 'file-change', files: [join(dir, 'dus-sync.yaml')] });
+  });
+
+  it('ignores dot folders (the journal) and files the filter rejects', async () => {
+    const { pass } = await fixture();
+    await mkdir(join(dir, 'tenants', '.git'));
+    await writeFile(join(dir, 'tenants', '.git', 'x.yaml'), 'x\n');
+    await writeFile(join(dir, 'tenants', 'acme', 'notes.txt'), 'hello\n');
+    await writeFile(join(dir, '.dus-sync', 'journal.jsonl'), '{}\n');
+    await new Promise((r) => setTimeout(r, 700));
+    expect(pass.triggers).toHaveLength(1);
+  });
+});
