@@ -1,0 +1,129 @@
+import { mkdtemp, rm, writeFile, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readSavedPlan, serializeSavedPlan, staleObjects, toSavedPlan } from '../../src/apply/saved-plan.js';
+import { UserError } from '../../src/errors.js';
+import type { Action, DesiredState, LiveFirmware, LiveState, LiveTenant, Plan } from '../../src/model/index.js';
+import { phase, phaseChange, planOf } from './fakes.js';
+
+let dir: string;
+beforeEach(async () => { dir = await mkdtemp(join(tmpdir(), 'dus-saved-')); });
+afterEach(async () => { await rm(dir, { recursive: true, force: true }); });
+
+const source = { file: 'tenants/acme.yaml', line: 1, column: 1 };
+
+const desired: DesiredState = {
+  files: ['tenants/acme.yaml'],
+  firmwares: [{ kind: 'firmware', tenant: 'acme', labels: {}, source, spec: { version_number: '5.10.1', is_deactivated: true } }],
+  actions: [{ kind: 'action', tenant: 'acme', labels: {}, source, id: 42, phases: [phase('canary'), phase('wave-1')] }],
+};
+
+function record(over: Partial<LiveFirmware> = {}): LiveFirmware {
+  return {
+    version_number: '5.10.1', component_name: 'modem', firmware_id: 'f-1', is_deactivated: false,
+    uncompressed_size: 1000, dependencies: [], bundles: ['2024.06'], ...over,
+  };
+}
+
+function liveWith(fw: LiveFirmware, action: Action | null, extraTenant = false): LiveState {
+  const acme: LiveTenant = { firmwares: new Map([['5.10.1', [fw]]]), actions: new Map([[42, action]]) };
+  const tenants = new Map<string, LiveTenant>([['acme', acme]]);
+  if (extraTenant) tenants.set('globex', { firmwares: new Map(), actions: new Map() });
+  return { tenants };
+}
+
+const action42: Action = { id: 42, status: 'pending', phases: [phase('canary')] };
+
+const plan: Plan = planOf([
+  {
+    tenant: 'acme', kind: 'firmware', op: 'update', key: '5.10.1', component_name: 'modem',
+    before: { is_deactivated: false }, after: { is_deactivated: true },
+    body: { is_deactivated: true, uncompressed_size: 1000, dependencies: [] },
+  },
+  phaseChange('acme', 42, 1, phase('wave-1')),
+]);
+
+const meta = { toolVersion: '0.1.0', createdAt: '2026-11-22T03:00:00.000Z' };
+
+describe('saved plans', () => {
+  it('round-trips through the file and is fresh against the live state it was made from', async () => {
+    const live = liveWith(record(), action42);
+    const saved = toSavedPlan(plan, desired, live, meta);
+    expect(saved).toMatchObject({ format_version: 1, tool_version: '0.1.0', created_at: meta.createdAt });
+    expect(saved.live_fingerprints.map((f) => `${f.kind} ${f.key}`)).toEqual(['action 42', 'firmware 5.10.1']);
+    const path = join(dir, 'plan.json');
+    await writeFile(path, serializeSavedPlan(saved));
+    const back = await readSavedPlan(path);
+    expect(back).toEqual(saved);
+    expect(staleObjects(back, live)).toEqual([]);
+  });
+
+  it('ignores where the desired state was written but not what it says', () => {
+    const live = liveWith(record(), action42);
+    const moved: DesiredState = { ...desired, firmwares: desired.firmwares.map((f) => ({ ...f, source: { file: 'other.yaml', line: 9, column: 3 } })) };
+    const edited: DesiredState = { ...desired, firmwares: desired.firmwares.map((f) => ({ ...f, spec: { ...f.spec, is_deactivated: false } })) };
+    const digest = (d: DesiredState): string => toSavedPlan(plan, d, live, meta).desired_digest;
+    expect(digest(moved)).toBe(digest(desired));
+    expect(digest(edited)).not.toBe(digest(desired));
+  });
+
+  it('names a firmware whose managed fields moved since the plan was made', () => {
+    const saved = toSavedPlan(plan, desired, liveWith(record(), action42), meta);
+    expect(staleObjects(saved, liveWith(record({ uncompressed_size: 2000 }), action42)))
+      .toEqual(['firmware 5.10.1 in acme changed since the plan was made']);
+  });
+
+  it('names an action that gained a phase since the plan was made', () => {
+    const saved = toSavedPlan(plan, desired, liveWith(record(), action42), meta);
+    const moved: Action = { ...action42, phases: [phase('canary'), phase('hotfix')] };
+    expect(staleObjects(saved, liveWith(record(), moved))).toEqual(['action 42 in acme changed since the plan was made']);
+  });
+
+  it('does not call an action stale because its rollout status moved', () => {
+    const saved = toSavedPlan(plan, desired, liveWith(record(), action42), meta);
+    const progressed: Action = { ...action42, status: 'running', phases_triggered: [true] };
+    expect(staleObjects(saved, liveWith(record(), progressed))).toEqual([]);
+  });
+
+  it('refuses when a tenant of the plan was not read again', () => {
+    const saved = toSavedPlan(plan, desired, liveWith(record(), action42), meta);
+    expect(staleObjects(saved, { tenants: new Map() })).toEqual([
+      'action 42 in acme was not read again',
+      'firmware 5.10.1 in acme was not read again',
+    ]);
+  });
+
+  it('refuses a file that cannot be read, naming it', async () => {
+    const path = join(dir, 'missing.json');
+    await expect(readSavedPlan(path)).rejects.toThrow(new UserError(`cannot read the plan file ${path} (ENOENT); check the path given to apply`));
+  });
+
+  it('refuses a file that is not JSON', async () => {
+    const path = join(dir, 'plan.txt');
+    await writeFile(path, 'Plan: 3 firmware updates.\n');
+    await expect(readSavedPlan(path)).rejects.toThrow(`${path} is not a dus-sync saved plan: it is not JSON; make one with dus-sync plan --out FILE`);
+  });
+
+  it('refuses a plan printed with --format json, which carries no fingerprints', async () => {
+    const path = join(dir, 'plan.json');
+    await writeFile(path, JSON.stringify(plan));
+    await expect(readSavedPlan(path)).rejects.toThrow(/it has no tool_version \(a plan printed with --format json is not a saved plan\)/);
+  });
+
+  it('refuses another format_version', async () => {
+    const path = join(dir, 'plan.json');
+    const saved = toSavedPlan(plan, desired, liveWith(record(), action42), meta);
+    await writeFile(path, JSON.stringify({ ...saved, format_version: 2 }));
+    await expect(readSavedPlan(path)).rejects.toThrow(`${path} has format_version 2 but this dus-sync reads format_version 1; make the plan again with this version`);
+  });
+
+  it('refuses a firmware change without the full PUT body', async () => {
+    const path = join(dir, 'plan.json');
+    const saved = toSavedPlan(plan, desired, liveWith(record(), action42), meta);
+    const text = serializeSavedPlan(saved).replace('"uncompressed_size": 1000', '"uncompressed_size": "big"');
+    await writeFile(path, text);
+    await expect(readSavedPlan(path)).rejects.toThrow(/changes\[0\] has no complete body/);
+    expect(await readFile(path, 'utf8')).toContain('"big"');
+  });
+});
