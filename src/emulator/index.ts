@@ -9,7 +9,7 @@ import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { UserError } from '../errors.js';
 import { DEFAULT_FAULTS, FaultInjector } from './faults.js';
 import type { FaultSettings } from './faults.js';
-import { loadSeedFile, pathText, SeedProblem } from './seed.js';
+import { pathText, SeedProblem, useSeedFile } from './seed.js';
 import type { Seed } from './seed.js';
 import { EmulatorStore, StoreError } from './store.js';
 import { checkFirmwarePatch, checkPhase } from './validate.js';
@@ -120,16 +120,13 @@ function persistTo(file: string, store: EmulatorStore): void {
 }
 
 function buildStore(opts: EmulatorOptions): EmulatorStore {
-  if (opts.dataFile && existsSync(opts.dataFile)) return storeFrom(loadSeedFile(opts.dataFile), opts.dataFile);
-  if (typeof opts.seed === 'string') return storeFrom(loadSeedFile(opts.seed), opts.seed);
-  return storeFrom(opts.seed, 'the seed');
-}
-
-function storeFrom(seed: Seed, source: string): EmulatorStore {
+  const make = (seed: Seed) => new EmulatorStore(seed);
+  if (opts.dataFile && existsSync(opts.dataFile)) return useSeedFile(opts.dataFile, make);
+  if (typeof opts.seed === 'string') return useSeedFile(opts.seed, make);
   try {
-    return new EmulatorStore(seed);
+    return make(opts.seed);
   } catch (err) {
-    if (err instanceof SeedProblem) throw new UserError(`${source}: ${pathText(err.path)} ${err.message}; fix the seed and start again.`);
+    if (err instanceof SeedProblem) throw new UserError(`the seed: ${pathText(err.path)} ${err.message}; fix the seed and start again.`);
     throw err;
   }
 }

@@ -98,9 +98,17 @@ export function readSeedFile(file: string): { seed: unknown; lineOf: (path: read
 
 /** Loads, validates and returns a seed file; a malformed one is one UserError sentence. */
 export function loadSeedFile(file: string): Seed {
+  return useSeedFile(file, validateSeed);
+}
+
+/**
+ * Reads a seed file and hands it to `use` (which may find deeper problems, like two
+ * contradicting listings of one firmware); any SeedProblem becomes a UserError at file:line.
+ */
+export function useSeedFile<T>(file: string, use: (seed: Seed) => T): T {
   const { seed, lineOf } = readSeedFile(file);
   try {
-    return validateSeed(seed);
+    return use(validateSeed(seed));
   } catch (err) {
     if (err instanceof SeedProblem) {
       const line = lineOf(err.path);
