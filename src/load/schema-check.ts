@@ -16,7 +16,8 @@ const validators = new Map<'resource' | 'config', ValidateFunction>();
 export function validator(name: 'resource' | 'config'): ValidateFunction {
   let v = validators.get(name);
   if (!v) {
-    const ajv = new Ajv({ allErrors: true, strict: true });
+    // verbose: the did-you-mean hints need each error's parentSchema.
+    const ajv = new Ajv({ allErrors: true, strict: true, verbose: true });
     addFormats(ajv);
     v = ajv.compile(readSchemaFile(name));
     validators.set(name, v);
@@ -50,7 +51,7 @@ export function scanNodes(src: YamlSource, doc: Document.Parsed): ConfigIssue[] 
       node.items.forEach((item, i) => walk(item, [...path, String(i)]));
     } else if (isScalar(node) && typeof node.value === 'number' && Number.isInteger(node.value) && !Number.isSafeInteger(node.value)) {
       const raw = sourceText(src, node);
-      issues.push(issueAt(src.file, src.lineCounter, offsetOf(node), toPointer(path), `${label(path)} is ${raw}, larger than 2^53-1 (9007199254740991); it cannot be held exactly, use a smaller number`));
+      issues.push(issueAt(src.file, src.lineCounter, offsetOf(node), toPointer(path), `${shortLabel(path)} is ${raw}, larger than 2^53-1 (9007199254740991); it cannot be held exactly, use a smaller number`));
     } else if (isAlias(node)) {
       // Checked where the anchor is defined.
     }

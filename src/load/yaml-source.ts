@@ -50,11 +50,22 @@ export function parseYamlSource(file: string, rawText: string): YamlSource {
     const shown = dupes.length === errors.length ? dupes : [errors[0]!];
     return {
       file, text, lineCounter, documents: [],
-      issues: shown.map((e) => issueAt(file, lineCounter, e.pos[0], '', syntaxMessage(e.code, e.message, text, e.pos[0]))),
+      issues: shown.map((e) => issueAt(file, lineCounter, clampToContent(text, e.pos[0]), '', syntaxMessage(e.code, e.message, text, e.pos[0]))),
     };
   }
   const documents = all.filter((d) => d.contents !== null && !(isScalar(d.contents) && d.contents.value === null && d.contents.range[0] === d.contents.range[1]));
   return { file, text, lineCounter, documents, issues: [] };
+}
+
+/**
+ * An unterminated bracket or quote is reported at the end of the file, past the last line
+ * the user sees; point at the last line with content instead.
+ */
+function clampToContent(text: string, offset: number): number {
+  const end = text.trimEnd().length;
+  if (offset < end) return offset;
+  const lineStart = text.lastIndexOf('\n', end - 1) + 1;
+  return lineStart + (/^\s*/.exec(text.slice(lineStart))?.[0].length ?? 0);
 }
 
 function syntaxMessage(code: string, message: string, text: string, offset: number): string {
