@@ -1,0 +1,251 @@
+// plan(desired, live) → Plan: the whole difference, pure and deterministic (SPEC section 1).
+// Every problem with one object (not found, ambiguous, guard, conflict) stays with that object,
+// so that one bad document never hides the changes of the others.
+import type {
+  Change,
+  Conflict,
+  Dependency,
+  DesiredAction,
+  DesiredFirmware,
+  DesiredState,
+  FirmwareChange,
+  FirmwareFields,
+  FirmwareUpdate,
+  LiveFirmware,
+  LiveState,
+  Phase,
+  PhaseChange,
+  PhaseSpec,
+  Plan,
+  PlanError,
+} from '../model/index.js';
+import { canonicalJson, compareStrings, deepEqual, normalizePhase, sortDependencies } from './canonical.js';
+import { sortChanges, sortConflicts, sortErrors } from './order.js';
+
+export interface PlanOptions {
+  /** Restrict to these tenants (desired is usually filtered already; this is a belt). */
+  readonly tenants?: readonly string[];
+}
+
+/** What planning one object produced: changes, or a conflict, or an error, or nothing. */
+interface ObjectOutcome {
+  readonly changes: readonly Change[];
+  readonly conflict?: Conflict;
+  readonly error?: PlanError;
+}
+
+const NOTHING: ObjectOutcome = { changes: [] };
+
+export function plan(desired: DesiredState, live: LiveState, options: PlanOptions = {}): Plan {
+  const wanted = options.tenants ? new Set(options.tenants) : undefined;
+  const inScope = (tenant: string) => wanted === undefined || wanted.has(tenant);
+
+  const changes: Change[] = [];
+  const conflicts: Conflict[] = [];
+  const errors: PlanError[] = [];
+  const unchangedByTenant: Record<string, number> = {};
+  const record = (tenant: string, outcome: ObjectOutcome) => {
+    changes.push(...outcome.changes);
+    if (outcome.conflict) conflicts.push(outcome.conflict);
+    if (outcome.error) errors.push(outcome.error);
+    const unchanged = outcome.changes.length === 0 && !outcome.conflict && !outcome.error;
+    unchangedByTenant[tenant] = (unchangedByTenant[tenant] ?? 0) + (unchanged ? 1 : 0);
+  };
+
+  for (const fw of desired.firmwares) if (inScope(fw.tenant)) record(fw.tenant, planFirmware(fw, live));
+  for (const action of desired.actions) if (inScope(action.tenant)) record(action.tenant, planAction(action, live));
+
+  const unchanged = Object.values(unchangedByTenant).reduce((a, b) => a + b, 0);
+  return {
+    format_version: 1,
+    changes: sortChanges(changes),
+    conflicts: sortConflicts(conflicts),
+    errors: sortErrors(errors),
+    summary: {
+      changes: changes.length,
+      conflicts: conflicts.length,
+      errors: errors.length,
+      unchanged,
+      unchanged_by_tenant: sortedRecord(unchangedByTenant),
+    },
+  };
+}
+
+function sortedRecord(rec: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(rec).sort(compareStrings)) out[key] = rec[key] ?? 0;
+  return out;
+}
+
+// ---------------------------------------------------------------- firmware
+
+function firmwareError(fw: DesiredFirmware, message: string): ObjectOutcome {
+  return {
+    changes: [],
+    error: { tenant: fw.tenant, kind: 'firmware', key: fw.spec.version_number, message, source: fw.source },
+  };
+}
+
+function planFirmware(fw: DesiredFirmware, live: LiveState): ObjectOutcome {
+  const version = fw.spec.version_number;
+  const records = live.tenants.get(fw.tenant)?.firmwares.get(version) ?? [];
+  const [only, ...others] = records;
+  if (!only) {
+    return firmwareError(
+      fw,
+      `firmware ${version} was not found in tenant ${fw.tenant}; the API cannot create firmware records: upload it first or remove the document`,
+    );
+  }
+  if (others.length > 0) return firmwareError(fw, ambiguityMessage(fw, records));
+  const guard = guardMessage(fw, only);
+  if (guard) return firmwareError(fw, guard);
+  return diffFirmware(fw, only);
+}
+
+function ambiguityMessage(fw: DesiredFirmware, records: readonly LiveFirmware[]): string {
+  const version = fw.spec.version_number;
+  const components = records.map((r) => r.component_name).sort(compareStrings).join(', ');
+  const wanted = fw.spec.component_name;
+  if (wanted === undefined) {
+    return `version ${version} is ambiguous: it matches firmware of components ${components}; the API updates by version number only, so dus-sync cannot address one`;
+  }
+  if (!records.some((r) => r.component_name === wanted)) {
+    return `version ${version} matches firmware of components ${components}, none of them ${wanted}; the API updates by version number only, so dus-sync cannot address one: fix component_name or remove the document`;
+  }
+  return `version ${version} matches firmware of components ${components}; component_name ${wanted} picks one, but the PUT addresses firmware by version number only and cannot update a single record, so dus-sync will not change it`;
+}
+
+function guardMessage(fw: DesiredFirmware, record: LiveFirmware): string | undefined {
+  const { version_number: version, component_name: component, bundle_version: bundle } = fw.spec;
+  if (component !== undefined && component !== record.component_name) {
+    return `firmware ${version} belongs to component ${record.component_name}, not ${component}; fix component_name in the YAML or remove the document`;
+  }
+  if (bundle !== undefined && !record.bundles.includes(bundle)) {
+    const where = record.bundles.length > 0 ? `it is in ${record.bundles.join(', ')}` : 'it is in no bundle';
+    return `firmware ${version} is not in bundle ${bundle} (${where}); fix bundle_version in the YAML or remove the document`;
+  }
+  return undefined;
+}
+
+function sameDependencies(a: readonly Dependency[], b: readonly Dependency[]): boolean {
+  return deepEqual(sortDependencies(a), sortDependencies(b));
+}
+
+/** The managed fields that differ: before as live has them (absent when live is unknown), after as desired. */
+function differingFields(fw: DesiredFirmware, record: LiveFirmware): { before: FirmwareFields; after: FirmwareFields } {
+  const spec = fw.spec;
+  const before: FirmwareFields = {};
+  const after: FirmwareFields = {};
+  if (spec.is_deactivated !== undefined && spec.is_deactivated !== record.is_deactivated) {
+    if (record.is_deactivated !== null) before.is_deactivated = record.is_deactivated;
+    after.is_deactivated = spec.is_deactivated;
+  }
+  if (spec.uncompressed_size !== undefined && spec.uncompressed_size !== record.uncompressed_size) {
+    if (record.uncompressed_size !== null) before.uncompressed_size = record.uncompressed_size;
+    after.uncompressed_size = spec.uncompressed_size;
+  }
+  if (spec.dependencies !== undefined && !sameDependencies(spec.dependencies, record.dependencies)) {
+    before.dependencies = sortDependencies(record.dependencies);
+    after.dependencies = sortDependencies(spec.dependencies);
+  }
+  return { before, after };
+}
+
+function diffFirmware(fw: DesiredFirmware, record: LiveFirmware): ObjectOutcome {
+  const { before, after } = differingFields(fw, record);
+  if (Object.keys(after).length === 0) return NOTHING;
+
+  // The PUT must send all three fields; an unmanaged one has to come from live, so it must be known.
+  const isDeactivated = fw.spec.is_deactivated ?? record.is_deactivated;
+  const uncompressedSize = fw.spec.uncompressed_size ?? record.uncompressed_size;
+  const unknown = [
+    ...(isDeactivated === null ? ['is_deactivated'] : []),
+    ...(uncompressedSize === null ? ['uncompressed_size'] : []),
+  ];
+  if (isDeactivated === null || uncompressedSize === null) {
+    const [verb, them] = unknown.length === 1 ? ['is', 'it'] : ['are', 'them'];
+    return firmwareError(
+      fw,
+      `firmware ${fw.spec.version_number}: live ${unknown.join(' and ')} ${verb} unknown and not managed; set ${them} in the YAML so the PUT can send ${them}`,
+    );
+  }
+  const body: FirmwareUpdate = {
+    is_deactivated: isDeactivated,
+    uncompressed_size: uncompressedSize,
+    dependencies: (fw.spec.dependencies ?? record.dependencies).map((d) => ({
+      component_name: d.component_name,
+      min_version: d.min_version,
+    })),
+  };
+  const change: FirmwareChange = {
+    tenant: fw.tenant,
+    kind: 'firmware',
+    op: 'update',
+    key: fw.spec.version_number,
+    component_name: record.component_name,
+    before,
+    after,
+    body,
+    source: fw.source,
+  };
+  return { changes: [change] };
+}
+
+// ---------------------------------------------------------------- actions
+
+function planAction(action: DesiredAction, live: LiveState): ObjectOutcome {
+  const key = String(action.id);
+  const liveAction = live.tenants.get(action.tenant)?.actions.get(action.id);
+  if (!liveAction) {
+    return {
+      changes: [],
+      error: {
+        tenant: action.tenant,
+        kind: 'action',
+        key,
+        message: `action ${action.id} was not found in tenant ${action.tenant}; the API cannot create actions: create it in the service first or remove the document`,
+        source: action.source,
+      },
+    };
+  }
+  const conflict = phaseConflict(action, liveAction.phases);
+  if (conflict) return { changes: [], conflict };
+
+  const appends: PhaseChange[] = action.phases.slice(liveAction.phases.length).map((phase, i) => ({
+    tenant: action.tenant,
+    kind: 'phase',
+    op: 'append',
+    key,
+    action_id: action.id,
+    index: liveAction.phases.length + i,
+    after: normalizePhase(phase),
+    source: action.source,
+  }));
+  return { changes: appends };
+}
+
+/** The first way live departs from the desired list, or undefined when desired begins with live. */
+function phaseConflict(action: DesiredAction, livePhases: readonly Phase[]): Conflict | undefined {
+  const base = { tenant: action.tenant, kind: 'action' as const, key: String(action.id), source: action.source };
+  for (let i = 0; i < livePhases.length && i < action.phases.length; i++) {
+    const message = phaseDifference(action.id, i, normalizePhase(livePhases[i]!), normalizePhase(action.phases[i]!));
+    if (message) return { ...base, index: i, message };
+  }
+  if (livePhases.length > action.phases.length) {
+    return {
+      ...base,
+      index: action.phases.length,
+      message: `action ${action.id} has ${livePhases.length} live phases but the YAML declares ${action.phases.length}; phases cannot be removed: add the missing phase(s) to the YAML`,
+    };
+  }
+  return undefined;
+}
+
+function phaseDifference(actionId: number, index: number, live: PhaseSpec, desired: PhaseSpec): string | undefined {
+  const fields = (['trigger_on', 'info'] as const).filter((f) => !deepEqual(live[f], desired[f]));
+  const nameDiffers = live.name !== desired.name;
+  if (!nameDiffers && fields.length === 0) return undefined;
+  const what = [...(nameDiffers ? ['name'] : []), ...fields].join(', ');
+  const side = (p: PhaseSpec) => [JSON.stringify(p.name), ...fields.map((f) => `${f} ${canonicalJson(p[f])}`)].join(' ');
+  return `phase ${index} of action ${actionId} differs in ${what}: live ${side(live)} but desired ${side(desired)}; phases are append-only: restore it in the YAML`;
+}
