@@ -175,6 +175,16 @@ describe('retries', () => {
     expect(clock.sleeps).toEqual([60_000]);
   });
 
+  it('does not retry a 500 (only 502, 503 and 504 are worth another try)', async () => {
+    agent = mockAgent();
+    agent.get(BASE).intercept({ path: LIST, method: 'GET' }).reply(500, { detail: 'A server error occurred.' });
+    const { client, clock } = clientFor(agent);
+    const err = await failure(client.tenant('acme').listBundles());
+    expect(err.message).toBe('the API failed on GET /api/v1/firmware-bundles for tenant acme (500): A server error occurred.');
+    expect(err.retryable).toBe(false);
+    expect(clock.sleeps).toEqual([]);
+  });
+
   it('does not retry a 400 and shows the field messages', async () => {
     agent = mockAgent();
     agent.get(BASE).intercept({ path: '/api/v1/firmwares/1.0', method: 'PUT' }).reply(400, { uncompressed_size: ['A valid integer is required.'], dependencies: ['This field is required.'] });
