@@ -215,7 +215,7 @@ export function exportFiles(input: ExportInput, opts: ExportOptions): ExportResu
   const names = componentFileNames(components);
   const files: ExportedFile[] = [];
   let firmwares = 0;
-  for (const component of [...components].sort(compareStrings)) {
+  for (const component of [...components].sort((a, b) => compareStrings(names.get(a)!, names.get(b)!))) {
     const records = byComponent.get(component) ?? [];
     // A file of comments only would be a file without documents: the warning says it instead.
     if (records.length === 0) continue;
