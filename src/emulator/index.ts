@@ -337,9 +337,12 @@ function logLine(opts: EmulatorOptions, req: IncomingMessage, o: Outcome, starte
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'the address is in use' : err.code === 'EACCES' ? 'permission denied' : err.message;
+      reject(new UserError(`cannot listen on ${host}:${port}: ${why}; pick another --port (0 picks a free one) or --host.`));
+    });
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.removeAllListeners('error');
       resolve((server.address() as AddressInfo).port);
     });
   });

@@ -130,6 +130,11 @@ describe('routing and request errors', () => {
     expect(e.store.firmwaresByVersion('acme', '3.0.0')[0]!.dependencies).toHaveLength(1);
   });
 
+  it('refuses a port in use with one sentence', async () => {
+    const e = await emulator();
+    await expect(emulator({ port: e.port })).rejects.toThrow(`cannot listen on 127.0.0.1:${e.port}: the address is in use; pick another --port`);
+  });
+
   it('counts requests by route', async () => {
     const e = await emulator();
     await call(e.url, '/api/v1/firmware-bundles');
