@@ -159,7 +159,8 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
     return reply(res, tenant, { detail: tenant === 401 ? 'Invalid API key.' : 'You do not have permission to perform this action.' });
   }
   const out = (status: number, body: unknown, headers?: Record<string, string>): Outcome => ({ ...reply(res, status, body, headers), tenant });
-  if (method !== route.allow) return out(405, { detail: `Method "${method}" not allowed.` }, { allow: route.allow });
+  // Django answers HEAD wherever it answers GET (without a body; node:http drops it).
+  if (method !== route.allow && !(method === 'HEAD' && route.allow === 'GET')) return out(405, { detail: `Method "${method}" not allowed.` }, { allow: route.allow });
 
   const fault = ctx.injector.beforeRequest(tenant);
   switch (fault.kind) {

@@ -38,7 +38,7 @@ export function tempDir(): string {
 export interface Answer { status: number; headers: Record<string, string | string[] | undefined>; body: unknown }
 
 export interface CallOptions {
-  method?: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH';
+  method?: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH' | 'HEAD';
   auth?: { tenant?: string; key?: string } | null;
   body?: unknown;
   rawBody?: string;

@@ -113,6 +113,8 @@ describe('routing and request errors', () => {
     expect(res).toMatchObject({ status: 405, body: { detail: 'Method "DELETE" not allowed.' } });
     expect(res.headers.allow).toBe('GET');
     expect(await call(e.url, '/api/v1/actions/42', { method: 'POST', body: {} })).toMatchObject({ status: 405, body: { detail: 'Method "POST" not allowed.' } });
+    expect(await call(e.url, '/api/v1/actions/42', { method: 'HEAD' })).toMatchObject({ status: 200, body: undefined });
+    expect((await call(e.url, '/api/v1/firmwares/2.4.1', { method: 'HEAD' })).status).toBe(405);
   });
 
   it('answers 400 for malformed JSON, 415 for another content type, 413 over the body limit', async () => {
