@@ -1,0 +1,143 @@
+// Config resolution: files, flags and environment; and reading the API keys.
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, UserError } from '../../src/errors.js';
+import { parseInterval, resolveConfig } from '../../src/load/config.js';
+import { listResourceFiles, selectResourcePaths } from '../../src/load/index.js';
+import { readApiKeys } from '../../src/load/keys.js';
+import { clearSecretsForTests, redact } from '../../src/redact.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'dus-config-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function folder(name: string, files: Record<string, string>): string {
+  const dir = join(tmp, name);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+const CONFIG = `apiVersion: dus-sync/v1
+kind: Config
+base_url: https://updates.example.com
+default_tenant: acme
+tenants:
+  acme: { api_key_env: KEY_ACME }
+  globex: { api_key_file: secrets/globex }
+resources: ["tenants/**/*.yaml"]
+safety: { max_changes: 10, max_deactivations: 2 }
+watch: { interval: 30s }
+suspend: true
+`;
+
+describe('resolveConfig', () => {
+  it('reads ./dus-sync.yaml by default and resolves everything relative to it', async () => {
+    const dir = folder('full', { 'dus-sync.yaml': CONFIG });
+    const c = await resolveConfig({ cwd: dir, env: {} });
+    expect(c).toMatchObject({
+      file: join(dir, 'dus-sync.yaml'), dir, baseUrl: 'https://updates.example.com', defaultTenant: 'acme',
+      tenants: { acme: { apiKeyEnv: 'KEY_ACME' }, globex: { apiKeyFile: 'secrets/globex' } },
+      resources: ['tenants/**/*.yaml'], safety: { maxChanges: 10, maxDeactivations: 2 }, watchIntervalMs: 30_000, suspend: true,
+    });
+  });
+
+  it('lets DUS_BASE_URL and DUS_TENANT override the file', async () => {
+    const dir = folder('env', { 'dus-sync.yaml': CONFIG });
+    const c = await resolveConfig({ cwd: dir, env: { DUS_BASE_URL: 'http://127.0.0.1:9', DUS_TENANT: 'globex' } });
+    expect([c.baseUrl, c.defaultTenant]).toEqual(['http://127.0.0.1:9', 'globex']);
+  });
+
+  it('works without a config file: cwd, env tenant, no tenants map, 5 minute interval', async () => {
+    const dir = folder('none', { 'a.yaml': 'x: 1\n' });
+    const c = await resolveConfig({ cwd: dir, env: { DUS_TENANT: 'solo', DUS_BASE_URL: 'http://127.0.0.1:1' } });
+    expect(c).toEqual({ dir, baseUrl: 'http://127.0.0.1:1', defaultTenant: 'solo', tenants: {}, safety: {}, watchIntervalMs: 300_000, suspend: false });
+  });
+
+  it('takes --config and --dir relative to cwd; dir defaults to the config folder', async () => {
+    const dir = folder('flags', { 'conf/main.yaml': 'apiVersion: dus-sync/v1\nkind: Config\n', 'desired/a.yaml': '' });
+    expect((await resolveConfig({ cwd: dir, config: 'conf/main.yaml', env: {} })).dir).toBe(join(dir, 'conf'));
+    expect((await resolveConfig({ cwd: dir, config: 'conf/main.yaml', dir: 'desired', env: {} })).dir).toBe(join(dir, 'desired'));
+  });
+
+  it('refuses a missing --config with one sentence', async () => {
+    await expect(resolveConfig({ cwd: tmp, config: 'nope.yaml', env: {} })).rejects.toThrow(new UserError('the config file nope.yaml does not exist; check --config'));
+  });
+
+  it('reports every config problem at its line, with did-you-mean', async () => {
+    const dir = folder('bad', { 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\nbase_url: ftp://x\nsafety:\n  max_change: 1\n' });
+    const err = await resolveConfig({ cwd: dir, env: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues.map((i) => `${i.file}:${i.line}:${i.column}: ${i.message}`)).toEqual([
+      'dus-sync.yaml:3:11: base_url must start with http:// or https://',
+      'dus-sync.yaml:5:3: unknown field "max_change" in safety; did you mean "max_changes"?',
+    ]);
+  });
+
+  it('reports a config file with broken YAML as a ConfigError', async () => {
+    const dir = folder('broken', { 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: [Config\n' });
+    await expect(resolveConfig({ cwd: dir, env: {} })).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it('parses intervals', () => {
+    expect([parseInterval('250ms'), parseInterval('30s'), parseInterval('5m'), parseInterval('1h')]).toEqual([250, 30_000, 300_000, 3_600_000]);
+    expect(() => parseInterval('5 minutes')).toThrow(UserError);
+  });
+});
+
+describe('finding the files', () => {
+  it('takes every yaml below the folder but the config, dot folders and node_modules', async () => {
+    const dir = folder('scan', {
+      'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\n', 'a.yaml': '', 'b/c.yml': '', 'b/readme.md': '',
+      '.git/x.yaml': '', '.github/workflows/ci.yaml': '', 'node_modules/p/x.yaml': '', 'b/node_modules/y.yaml': '',
+    });
+    expect(await listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).toEqual(['a.yaml', 'b/c.yml']);
+  });
+
+  it('honours resources globs relative to the config file', async () => {
+    const dir = folder('globs', {
+      'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\nresources: ["tenants/**/*.yaml"]\n',
+      'tenants/acme/f.yaml': '', 'tenants/acme/g.yml': '', 'emulator-seed.yaml': '',
+    });
+    const config = await resolveConfig({ cwd: dir, env: {} });
+    expect(await listResourceFiles(config)).toEqual(['tenants/acme/f.yaml']);
+    expect(selectResourcePaths(['emulator-seed.yaml', 'tenants/b/x.yaml', 'tenants/.hidden/y.yaml', 'dus-sync.yaml'], config)).toEqual(['tenants/b/x.yaml']);
+  });
+
+  it('says so when the folder does not exist', async () => {
+    const config = await resolveConfig({ cwd: tmp, dir: 'missing', env: {} });
+    await expect(listResourceFiles(config)).rejects.toBeInstanceOf(UserError);
+  });
+});
+
+describe('readApiKeys', () => {
+  const dir = folder('keys', { 'dus-sync.yaml': CONFIG, 'secrets/globex': '  file-key-globex-123\n' });
+
+  it('reads env, file (relative to the config file) and DUS_API_KEY, and registers them', async () => {
+    clearSecretsForTests();
+    const config = await resolveConfig({ cwd: dir, env: {} });
+    const keys = await readApiKeys(config, ['globex', 'acme', 'other'], { KEY_ACME: 'env-key-acme-456', DUS_API_KEY: 'fallback-key-789' });
+    expect(Object.fromEntries(keys)).toEqual({ acme: 'env-key-acme-456', globex: 'file-key-globex-123', other: 'fallback-key-789' });
+    expect(redact('x env-key-acme-456 file-key-globex-123')).toBe('x [REDACTED] [REDACTED]');
+  });
+
+  it('names the env var and the tenant when a key is missing', async () => {
+    const config = await resolveConfig({ cwd: dir, env: {} });
+    await expect(readApiKeys(config, ['acme'], {})).rejects.toThrow('no API key for tenant "acme": set the environment variable KEY_ACME');
+    await expect(readApiKeys(config, ['solo'], { KEY_ACME: 'x' })).rejects.toThrow('set the environment variable DUS_API_KEY');
+  });
+
+  it('names the file when it is missing, and never prints a key', async () => {
+    const d = folder('keys-missing', { 'dus-sync.yaml': CONFIG });
+    const config = await resolveConfig({ cwd: d, env: {} });
+    const err = await readApiKeys(config, ['acme', 'globex'], { KEY_ACME: 'secret-acme-value' }).catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(UserError);
+    expect(err.message).toContain('tenant "globex"');
+    expect(err.message).toContain(join(d, 'secrets/globex'));
+    expect(err.message).not.toContain('secret-acme-value');
+  });
+});

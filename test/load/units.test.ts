@@ -1,0 +1,159 @@
+// The building blocks: position mapping, did-you-mean, the YAML guards, parseFile purity.
+import { describe, expect, it } from 'vitest';
+import { didYouMean, editDistance } from '../../src/load/did-you-mean.js';
+import { assemble, loadDocuments, parseFile } from '../../src/load/index.js';
+import { locate, parseYamlSource, pointerSegments, toPointer, MAX_FILE_BYTES } from '../../src/load/yaml-source.js';
+import type { ResolvedConfig } from '../../src/model/index.js';
+
+const config: ResolvedConfig = {
+  dir: process.cwd(), defaultTenant: 'acme', tenants: {}, safety: {}, watchIntervalMs: 300_000, suspend: false,
+};
+
+const fw = (spec: string, meta = '{}') => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: ${meta}\nspec:\n${spec}`;
+
+describe('did you mean', () => {
+  it('measures edit distance', () => {
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(editDistance('', 'abc')).toBe(0 + 3);
+    expect(editDistance('same', 'same')).toBe(0);
+  });
+  it('suggests the close name and nothing for a far one', () => {
+    expect(didYouMean('is_deactivate', ['is_deactivated', 'uncompressed_size'])).toBe('is_deactivated');
+    expect(didYouMean('Firmwar', ['Firmware', 'Action'])).toBe('Firmware');
+    expect(didYouMean('colour', ['version_number', 'dependencies'])).toBeUndefined();
+    expect(didYouMean('ab', ['xy'])).toBeUndefined();
+  });
+});
+
+describe('position mapping', () => {
+  const text = 'a: 1\nspec:\n  deps:\n    - { name: x, v: "1" }\n    - name: y\n      v: 2\n';
+  const src = parseYamlSource('f.yaml', text);
+  const doc = src.documents[0]!;
+  const pos = (ptr: string) => {
+    const l = locate(doc, pointerSegments(ptr));
+    return src.lineCounter.linePos((l.value ?? l.nearest).range![0]);
+  };
+  it('follows a JSON pointer to the line and column of the value', () => {
+    expect(pos('/a')).toEqual({ line: 1, col: 4 });
+    expect(pos('/spec/deps/0/v')).toEqual({ line: 4, col: 21 });
+    expect(pos('/spec/deps/1/v')).toEqual({ line: 6, col: 10 });
+  });
+  it('points at the key of a mapping entry', () => {
+    const l = locate(doc, ['spec', 'deps', '1', 'name']);
+    expect(src.lineCounter.linePos(l.key!.range![0])).toEqual({ line: 5, col: 7 });
+  });
+  it('stops at the deepest existing node for a missing path', () => {
+    const l = locate(doc, ['spec', 'nope', 'x']);
+    expect(l.value).toBeUndefined();
+    expect(src.lineCounter.linePos(l.nearest.range![0])).toEqual({ line: 3, col: 3 });
+  });
+  it('round-trips pointer escapes', () => {
+    expect(pointerSegments(toPointer(['a/b', 'c~d', '0']))).toEqual(['a/b', 'c~d', '0']);
+    expect(toPointer([])).toBe('');
+  });
+});
+
+describe('YAML guards', () => {
+  it('reports a duplicate key at the second one', () => {
+    const p = parseFile({ path: 'x.yaml', text: fw('  version_number: "1"\n  version_number: "2"\n') }, config);
+    expect(p.issues.map((i) => [i.line, i.column])).toEqual([[6, 3]]);
+    expect(p.issues[0]!.message).toMatch(/^duplicate key "version_number"/);
+  });
+  it('stops an alias bomb with a clean issue', () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 6; i++) levels.push(`${'abcdef'[i]}: &${'abcdef'[i]} [${Array(9).fill(`*${'abcdef'[i - 1]}`).join(', ')}]`);
+    const text = `apiVersion: dus-sync/v1\nkind: Action\nmetadata: {}\nspec:\n  id: 1\n  phases: []\n  x:\n${levels.map((l) => `    ${l}`).join('\n')}\n`;
+    const p = parseFile({ path: 'bomb.yaml', text }, config);
+    expect(p.issues).toHaveLength(1);
+    expect(p.issues[0]!.message).toMatch(/too many YAML aliases/);
+  });
+  it('refuses __proto__ and constructor keys anywhere, once each, without polluting', () => {
+    const text = `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { labels: { constructor: x } }\nspec:\n  id: 1\n  phases:\n    - name: a\n      info: { __proto__: { polluted: true } }\n`;
+    const p = parseFile({ path: 'p.yaml', text }, config);
+    expect(p.issues.map((i) => [i.line, i.message.slice(0, 24)])).toEqual([
+      [3, 'the key "constructor" is'],
+      [8, 'the key "__proto__" is n'],
+    ]);
+    expect(p.documents[0]!.object).toBeUndefined();
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+  it('refuses a huge file by size, naming it', () => {
+    const p = parseFile({ path: 'huge.yaml', text: 'a: 1\n'.repeat(MAX_FILE_BYTES / 5 + 1) }, config);
+    expect(p.issues).toHaveLength(1);
+    expect(p.issues[0]!.file).toBe('huge.yaml');
+    expect(p.issues[0]!.message).toMatch(/larger than 5 MiB/);
+  });
+  it('turns binary garbage into one issue', () => {
+    const p = parseFile({ path: 'b.yaml', text: '\u007fELF\u0000\u0001garbage' }, config);
+    expect(p.issues.map((i) => i.message)).toEqual([expect.stringMatching(/not UTF-8 text/)]);
+  });
+  it('reports an unterminated bracket on the last line with content, not past the end', () => {
+    const p = parseFile({ path: 'u.yaml', text: fw('  version_number: "1"\n  dependencies: [ { component_name: x, min_version: "1" }\n\n') }, config);
+    expect(p.issues).toHaveLength(1);
+    expect(p.issues[0]!.line).toBe(6);
+  });
+  it('never throws, whatever the input', () => {
+    for (const text of ['', '---', ':::', '[', '{a: [}', '\uFEFF', '- - - -', '"', '&a *a', '!!binary x', 'a: !!int x']) {
+      expect(() => parseFile({ path: 'z.yaml', text }, config)).not.toThrow();
+    }
+  });
+});
+
+describe('parseFile and assemble', () => {
+  it('is pure: the same input gives an equal result', () => {
+    const f = { path: 'a.yaml', text: fw('  version_number: "1.0"\n  is_deactivated: true\n') };
+    expect(parseFile(f, config)).toEqual(parseFile(f, config));
+  });
+
+  it('builds typed objects, defaulting phases trigger_on and info to {}', () => {
+    const text = `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme, labels: { team: radio } }\nspec:\n  id: 9\n  phases:\n    - name: canary\n    - { name: wave, trigger_on: { after_minutes: 5 } }\n`;
+    const { desired, issues } = loadDocuments([{ path: 'a.yaml', text }], config);
+    expect(issues).toEqual([]);
+    expect(desired.actions).toEqual([{
+      kind: 'action', tenant: 'acme', labels: { team: 'radio' }, source: { file: 'a.yaml', line: 1, column: 1 }, id: 9,
+      phases: [{ name: 'canary', trigger_on: {}, info: {} }, { name: 'wave', trigger_on: { after_minutes: 5 }, info: {} }],
+    }]);
+  });
+
+  it('validates filtered-out documents but leaves them out of desired', () => {
+    const files = [
+      { path: 'a.yaml', text: fw('  version_number: "1.0"\n', '{ tenant: acme, labels: { team: radio } }') },
+      { path: 'b.yaml', text: fw('  version_number: "2.0"\n', '{ tenant: globex }') },
+      { path: 'c.yaml', text: fw('  version_number: 3.0\n', '{ tenant: globex }') },
+    ];
+    const parsed = files.map((f) => parseFile(f, config));
+    const byTenant = assemble(parsed, config, { tenants: ['acme'] });
+    expect(byTenant.desired.firmwares.map((f) => f.spec.version_number)).toEqual(['1.0']);
+    expect(byTenant.issues.map((i) => i.file)).toEqual(['c.yaml']);
+    expect(byTenant.desired.files).toEqual(['a.yaml', 'b.yaml', 'c.yaml']);
+    const bySelector = assemble(parsed, config, { selector: { team: 'radio' } });
+    expect(bySelector.desired.firmwares.map((f) => f.spec.version_number)).toEqual(['1.0']);
+    expect(assemble(parsed, config, { selector: { team: 'other' } }).desired.firmwares).toEqual([]);
+  });
+
+  it('sorts desired objects and files whatever the input order', () => {
+    const files = [
+      { path: 'z.yaml', text: fw('  version_number: "9.0"\n') },
+      { path: 'a.yaml', text: fw('  version_number: "1.0"\n') },
+    ];
+    const { desired } = loadDocuments(files, config);
+    expect(desired.files).toEqual(['a.yaml', 'z.yaml']);
+    expect(desired.firmwares.map((f) => f.spec.version_number)).toEqual(['1.0', '9.0']);
+  });
+
+  it('keeps the first of a duplicated identity and reports the second', () => {
+    const files = [
+      { path: 'a.yaml', text: fw('  version_number: "1.0"\n  is_deactivated: false\n') },
+      { path: 'b.yaml', text: fw('  version_number: "1.0"\n  is_deactivated: true\n') },
+    ];
+    const { desired, issues } = loadDocuments(files, config);
+    expect(desired.firmwares.map((f) => f.spec.is_deactivated)).toEqual([false]);
+    expect(issues.map((i) => `${i.file}:${i.line}:${i.column}`)).toEqual(['b.yaml:5:19']);
+    expect(issues[0]!.message).toContain('the first definition is at a.yaml:5');
+  });
+
+  it('copies only schema fields into the spec', () => {
+    const { desired } = loadDocuments([{ path: 'a.yaml', text: fw('  version_number: "1.0"\n  dependencies:\n    - { component_name: b, min_version: "1" }\n') }], config);
+    expect(desired.firmwares[0]!.spec).toEqual({ version_number: '1.0', dependencies: [{ component_name: 'b', min_version: '1' }] });
+  });
+});
