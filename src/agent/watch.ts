@@ -67,11 +67,11 @@ interface Pending {
 export class Watcher {
   private readonly timers: Timers;
   private readonly random: () => number;
-  private readonly roots: readonly string[];
-  private readonly rootSet: ReadonlySet<string>;
-  private readonly filter: (path: string) => boolean;
+  private roots: readonly string[];
+  private rootSet: ReadonlySet<string>;
+  private filter: (path: string) => boolean;
+  private currentIntervalMs: number;
   private readonly debounceMs: number;
-  private readonly backoff: BackoffOptions;
   private fsw: FSWatcher | undefined;
   private stopped = false;
   private pending: Pending | undefined;
@@ -94,8 +94,8 @@ export class Watcher {
     this.roots = opts.paths.map((p) => resolve(p));
     this.rootSet = new Set(this.roots);
     this.filter = opts.filter ?? ((p) => /\.ya?ml$/i.test(p));
+    this.currentIntervalMs = opts.intervalMs;
     this.debounceMs = opts.debounceMs ?? DEFAULT_DEBOUNCE_MS;
-    this.backoff = opts.backoff ?? { baseMs: 1000, maxMs: Math.min(60_000, Math.max(1000, opts.intervalMs)) };
   }
 
   /** Starts watching, then runs the first pass. Resolves once the watch is armed. */
@@ -114,6 +114,31 @@ export class Watcher {
     this.pending.reasons.add(reason);
     for (const f of files) this.pending.files.add(f);
     this.kick();
+  }
+
+  /** The drift interval now in force (the config may change it). */
+  get intervalMs(): number {
+    return this.currentIntervalMs;
+  }
+
+  /**
+   * Follows a changed config (called by the pass with each config it resolves): new roots are
+   * watched and dropped ones forgotten; a new interval applies from the next scheduling.
+   */
+  reconfigure(next: { readonly paths?: readonly string[]; readonly filter?: (path: string) => boolean; readonly intervalMs?: number }): void {
+    if (next.filter) this.filter = next.filter;
+    if (next.intervalMs !== undefined && next.intervalMs > 0) this.currentIntervalMs = next.intervalMs;
+    if (!next.paths) return;
+    const roots = next.paths.map((p) => resolve(p));
+    const added = roots.filter((r) => !this.rootSet.has(r));
+    const removed = this.roots.filter((r) => !roots.includes(r));
+    if (added.length === 0 && removed.length === 0) return;
+    this.roots = roots;
+    this.rootSet = new Set(roots);
+    if (!this.fsw) return;
+    if (removed.length > 0) this.fsw.unwatch(removed);
+    if (added.length > 0) this.fsw.add(added);
+    this.opts.log.debug('watching new paths', { paths: roots });
   }
 
   status(): WatchStatus {
@@ -164,7 +189,9 @@ export class Watcher {
       ignoreInitial: true,
       // chokidar's atomic mode folds an editor's unlink+add (rename-over saves) into a change.
       atomic: true,
-      ignored: (path) => this.insideDotFolder(path),
+      // Files that can never matter get no watcher of their own (a large repo has many).
+      ignored: (path, stats) => this.insideDotFolder(path)
+        || (stats?.isFile() === true && !this.rootSet.has(path) && !this.filter(path)),
     });
     this.fsw = fsw;
     fsw.on('all', (event, path) => this.onFsEvent(event, path));
@@ -199,11 +226,13 @@ export class Watcher {
     }
   }
 
-  /** Dot folders (.git, .dus-sync with the journal) below a root are never resources. */
+  /** Dot folders (.git, .dus-sync with the journal) and node_modules below a root are never resources. */
   private insideDotFolder(path: string): boolean {
     for (const root of this.roots) {
       if (path === root) return false;
-      if (path.startsWith(root + sep)) return path.slice(root.length + 1).split(sep).some((s) => s.startsWith('.'));
+      if (path.startsWith(root + sep)) {
+        return path.slice(root.length + 1).split(sep).some((s) => s.startsWith('.') || s === 'node_modules');
+      }
     }
     return false;
   }
@@ -259,11 +288,15 @@ export class Watcher {
     this.opts.onPass?.(result, trigger, durationMs);
   }
 
+  private get backoff(): BackoffOptions {
+    return this.opts.backoff ?? { baseMs: 1000, maxMs: Math.min(60_000, Math.max(1000, this.currentIntervalMs)) };
+  }
+
   /** Arms the retry (after a failure) or the jittered interval; returns the delay. */
   private scheduleNext(): { reason: 'retry' | 'interval'; ms: number } {
     const next = this.failures > 0
       ? { reason: 'retry' as const, ms: Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** (this.failures - 1)) }
-      : { reason: 'interval' as const, ms: jittered(this.opts.intervalMs, this.opts.jitter ?? DEFAULT_JITTER, this.random) };
+      : { reason: 'interval' as const, ms: jittered(this.currentIntervalMs, this.opts.jitter ?? DEFAULT_JITTER, this.random) };
     this.clearNext();
     this.nextTimer = this.timers.setTimeout(() => { this.nextTimer = undefined; this.trigger(next.reason); }, next.ms);
     return next;

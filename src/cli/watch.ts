@@ -1,4 +1,97 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('watch is not built yet');
+// `dus-sync watch`: the long-running agent. One pass at start, then on file changes and every
+// watch.interval; probes and metrics on --listen; SIGTERM/SIGINT stop it gracefully (exit 0).
+// Logs (pino) go to standard error: standard output carries only a command's result.
+import type { ResolvedConfig } from '../model/index.js';
+import { resolveConfig } from '../load/config.js';
+import { redact } from '../redact.js';
+import { startHttp, readinessOf, type AgentHttp } from '../agent/http.js';
+import { createLogger } from '../agent/logger.js';
+import { AgentMetrics } from '../agent/metrics.js';
+import { createReconcilePass } from '../agent/pass.js';
+import { systemClock } from '../agent/reconcile.js';
+import { installSignalHandlers, parseDuration } from '../agent/signals.js';
+import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
+import { Watcher } from '../agent/watch.js';
+import { parseSelector, useColor, type GlobalOptions } from './context.js';
+
+export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
+  const log = createLogger({ debug: globals.debug === true, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
+  const intervalFlag = typeof opts.interval === 'string' ? parseDuration(opts.interval, '--interval') : undefined;
+  const graceMs = parseDuration(typeof opts.grace === 'string' ? opts.grace : '20s', '--grace');
+  const concurrency = typeof opts.concurrency === 'number' ? opts.concurrency : 8;
+  const dryRun = opts.dryRun === true;
+  const cwd = process.cwd();
+
+  // The first config only tells what to watch; a broken one must not keep the agent from
+  // starting (it logs, stays up and recovers when the file is fixed).
+  let first: ResolvedConfig | undefined;
+  try {
+    first = await resolveConfig({ config: globals.config, dir: globals.dir, cwd, env: process.env });
+  } catch (err) {
+    log.error(redact(err instanceof Error ? err.message : String(err)));
+  }
+  const targets: WatchTargets = first ? watchTargets(first) : fallbackTargets(cwd, globals.config, globals.dir);
+  const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;
+
+  const metrics = new AgentMetrics();
+  // The pass reports each config it reads to the loop, which is built right after it.
+  const loop: { watcher?: Watcher } = {};
+  const reconcile = createReconcilePass({
+    configFile: globals.config,
+    dir: globals.dir,
+    cwd,
+    env: process.env,
+    filter: { tenants: globals.tenant, selector: parseSelector(globals.selector) },
+    dryRun,
+    concurrency,
+    journal: typeof opts.journal === 'string' ? opts.journal : undefined,
+    insecureHttp: globals.insecureHttp,
+    caFile: globals.caFile,
+    log,
+    clock: systemClock,
+    onRequest: metrics.onApiRequest,
+    onConfig: (c) => loop.watcher?.reconfigure({ ...watchTargets(c), intervalMs: intervalOf(c) }),
+  });
+  const agent = new Watcher({
+    paths: targets.paths,
+    filter: targets.filter,
+    pass: reconcile.pass,
+    intervalMs: intervalOf(first),
+    log,
+    metrics,
+  });
+  loop.watcher = agent;
+
+  let http: AgentHttp | undefined;
+  if (typeof opts.listen === 'string') {
+    http = await startHttp({
+      listen: opts.listen,
+      metrics,
+      readiness: () => readinessOf(agent.status(), agent.intervalMs, Date.now()),
+    });
+    log.info(`serving /healthz, /readyz and /metrics on ${http.url}`);
+  }
+
+  const stopped = new Promise<number>((done) => {
+    installSignalHandlers(async (signal) => {
+      log.info(`${signal} received: stopping (the running pass has ${graceMs} ms to finish)`);
+      const outcome = await agent.stop(graceMs);
+      await reconcile.close().catch(() => undefined);
+      await http?.close();
+      log.info(outcome === 'aborted' ? 'stopped; the running pass was cut short (the journal resolves it on the next start)' : 'stopped');
+    }, {
+      exit: (code) => {
+        // A second signal means "now": nothing is awaited any more.
+        if (code >= 128) process.exit(code);
+        done(code);
+        // Exit even if a library left a handle open; unref'd, so a clean exit comes first.
+        setTimeout(() => process.exit(code), 2000).unref();
+      },
+      onSecond: (signal) => log.warn(`${signal} received again: exiting now`),
+    });
+  });
+
+  log.info(`watching ${targets.paths.join(', ')}; drift check every ${agent.intervalMs / 1000} s${dryRun ? '; dry run: nothing is written' : ''}`);
+  await agent.start();
+  return stopped;
 }

@@ -1,0 +1,45 @@
+// What the agent watches for a config: chokidar 4 takes paths, not globs, so each resource
+// glob becomes the folder before its first wildcard, and a filter decides which events matter.
+import { dirname, relative, resolve, sep } from 'node:path';
+import picomatch from 'picomatch';
+import type { ResolvedConfig } from '../model/index.js';
+import { selectResourcePaths } from '../load/index.js';
+
+export interface WatchTargets {
+  /** Absolute paths: the config file (when there is one) and the resource roots, nested ones folded. */
+  readonly paths: readonly string[];
+  /** Absolute path → is it a desired-state file of this config? */
+  readonly filter: (path: string) => boolean;
+}
+
+const DEFAULT_GLOBS = ['**/*.yaml', '**/*.yml'];
+
+export function watchTargets(config: ResolvedConfig): WatchTargets {
+  const base = config.file ? dirname(config.file) : config.dir;
+  const globs = config.resources && config.resources.length > 0 ? config.resources : DEFAULT_GLOBS;
+  const roots: string[] = [];
+  for (const g of globs) {
+    const scan = picomatch.scan(g);
+    if (scan.negated) continue;
+    // A literal file is watched through its folder, so that it may be created or replaced.
+    roots.push(resolve(base, scan.isGlob ? scan.base : dirname(scan.base)));
+  }
+  // The config file stays a path of its own even inside a root: it is not a resource, so only
+  // being a watched path makes its events count.
+  const paths = [...(config.file ? [config.file] : []), ...fold(roots)];
+  const filter = (path: string): boolean => selectResourcePaths([relative(config.dir, path)], config).length === 1;
+  return { paths, filter };
+}
+
+/** Before the first config could be read: watch where it would be, and every YAML file. */
+export function fallbackTargets(cwd: string, configFlag?: string, dirFlag?: string): WatchTargets {
+  const file = resolve(cwd, configFlag ?? 'dus-sync.yaml');
+  const dir = dirFlag !== undefined ? resolve(cwd, dirFlag) : dirname(file);
+  return { paths: [file, dir], filter: (p) => /\.ya?ml$/i.test(p) };
+}
+
+/** Folders sorted, without duplicates or folders inside another one of the list. */
+function fold(folders: readonly string[]): string[] {
+  const unique = [...new Set(folders)].sort();
+  return unique.filter((p) => !unique.some((q) => q !== p && p.startsWith(q + sep)));
+}
