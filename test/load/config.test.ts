@@ -134,7 +134,7 @@ describe('readApiKeys', () => {
   it('names the file when it is missing, and never prints a key', async () => {
     const d = folder('keys-missing', { 'dus-sync.yaml': CONFIG });
     const config = await resolveConfig({ cwd: d, env: {} });
-    const err = await readApiKeys(config, ['acme', 'globex'], { KEY_ACME: 'secret-acme-value' }).catch((e: unknown) => e as Error);
+    const err = await readApiKeys(config, ['acme', 'globex'], { KEY_ACME: 'secret-acme-value' }).then(() => new Error('no error'), (e: unknown) => e as Error);
     expect(err).toBeInstanceOf(UserError);
     expect(err.message).toContain('tenant "globex"');
     expect(err.message).toContain(join(d, 'secrets/globex'));
