@@ -295,6 +295,7 @@ function retryDelay(ctx: Context, attempt: number, reply: Reply | undefined): nu
 
 async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, call: Call, signal?: AbortSignal): Promise<Attempt> {
   await limiter.acquire(signal);
+  const epoch = limiter.epoch;
   const t0 = ctx.clock.now();
   let result: Attempt;
   try {
@@ -308,7 +309,7 @@ async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: A
     limiter.release();
   }
   const status = 'reply' in result ? result.reply.status : 'error';
-  if (status === 429) limiter.onRateLimited();
+  if (status === 429) limiter.onRateLimited(epoch);
   else if (typeof status === 'number' && status < 500) limiter.onSuccess();
   const durationMs = ctx.clock.now() - t0;
   ctx.log?.debug(`${call.method} ${call.path} ${status} ${durationMs}ms`, { tenant, method: call.method, path: call.path, status, durationMs });

@@ -5,6 +5,7 @@ export class AimdLimiter {
   private limitNow: number;
   private inFlight = 0;
   private successes = 0;
+  private generation = 0;
   private readonly waiters: Array<() => void> = [];
 
   constructor(readonly max: number) {
@@ -14,6 +15,8 @@ export class AimdLimiter {
 
   get limit(): number { return this.limitNow; }
   get active(): number { return this.inFlight; }
+  /** Changes on every decrease; a request remembers it when it starts. */
+  get epoch(): number { return this.generation; }
 
   async acquire(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
@@ -53,10 +56,16 @@ export class AimdLimiter {
     }
   }
 
-  /** Multiplicative decrease on 429. Requests already in flight finish; new ones wait. */
-  onRateLimited(): void {
+  /**
+   * Multiplicative decrease on 429. A burst of requests that all started under the same limit
+   * counts as one signal (pass the epoch the request started in), as TCP halves once per window:
+   * eight parallel 429s halve the limit once, not down to 1.
+   */
+  onRateLimited(startedEpoch: number = this.generation): void {
+    if (startedEpoch !== this.generation) return;
     this.limitNow = Math.max(1, Math.floor(this.limitNow / 2));
     this.successes = 0;
+    this.generation++;
   }
 
   async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {

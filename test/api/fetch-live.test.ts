@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MockAgent } from 'undici';
+import type { Dispatcher, MockAgent } from 'undici';
 import { fetchLive, indexFirmwares } from '../../src/api/fetch-live.js';
 import { UserError } from '../../src/errors.js';
 import type { DesiredAction, DesiredFirmware, DesiredState, FirmwareBundle } from '../../src/model/index.js';
@@ -81,5 +81,25 @@ describe('fetchLive', () => {
     const actions = live.tenants.get('acme')!.actions;
     expect([...actions.keys()]).toEqual([...ids].sort((a, b) => a - b));
     expect(actions.get(71)!.id).toBe(71);
+  });
+
+  it('never has more action reads in flight than asked', async () => {
+    agent = mockAgent();
+    let inFlight = 0;
+    let peak = 0;
+    // A hand-made dispatcher: the test sees every request start and end.
+    const fake = {
+      async request(opts: { path: string }) {
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        await new Promise((r) => setTimeout(r, 1));
+        inFlight--;
+        const text = JSON.stringify({ ...ACTION, id: Number(opts.path.split('/').pop()) });
+        return { statusCode: 200, headers: {}, body: { text: async () => text } };
+      },
+    } as unknown as Dispatcher;
+    const { client } = clientFor(agent, { dispatcher: fake });
+    await fetchLive(client, desired([], Array.from({ length: 20 }, (_, i) => act('acme', i + 1))), { concurrency: 3 });
+    expect(peak).toBe(3);
   });
 });

@@ -27,6 +27,15 @@ describe('AimdLimiter', () => {
     expect(l.limit).toBe(1);
   });
 
+  it('a burst of 429s from requests started under the same limit halves it once', () => {
+    const l = new AimdLimiter(8);
+    const started = l.epoch;
+    for (let i = 0; i < 8; i++) l.onRateLimited(started);
+    expect(l.limit).toBe(4);
+    l.onRateLimited(l.epoch);
+    expect(l.limit).toBe(2);
+  });
+
   it('grows by one after `limit` consecutive successes and never above the start', () => {
     const l = new AimdLimiter(4);
     l.onRateLimited(); // 2
