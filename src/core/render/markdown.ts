@@ -166,16 +166,17 @@ function dependencySummary(change: FirmwareChange): string {
 }
 
 function firmwareUnit(change: FirmwareChange): Unit {
-  const title = `**update** firmware ${code(change.key)} (${escapeMarkdown(change.component_name)}): ${escapeMarkdown(changedFieldNames(change))}`;
+  const what = `firmware ${code(change.key)} (${escapeMarkdown(change.component_name)}): ${escapeMarkdown(changedFieldNames(change))}`;
+  // Markdown is not rendered inside <summary>, so the bold there is HTML.
   const full = [
     '<details>',
-    `<summary>${title}${escapeMarkdown(dependencySummary(change))}</summary>`,
+    `<summary><b>update</b> ${what}${escapeMarkdown(dependencySummary(change))}</summary>`,
     '',
     fenced('diff', firmwareDiff(change)),
     '',
     '</details>',
   ].join('\n');
-  return { tenant: change.tenant, full, fullIsLine: false, compact: `- ${title}`, items: 1, isChange: true };
+  return { tenant: change.tenant, full, fullIsLine: false, compact: `- **update** ${what}`, items: 1, isChange: true };
 }
 
 function liveAction(live: LiveState | undefined, change: PhaseChange): Action | null | undefined {

@@ -1,0 +1,38 @@
+// Golden files for the renderers: review a change to one of them like a change to the product.
+// Update after an intended change with: npx vitest run test/core -u
+import { describe, expect, it } from 'vitest';
+import { renderJson } from '../../src/core/render/json.js';
+import { renderMarkdown } from '../../src/core/render/markdown.js';
+import { renderApplyReport } from '../../src/core/render/report.js';
+import { renderText } from '../../src/core/render/text.js';
+import { richLive, richPlan, richReport } from './fixtures.js';
+
+describe('golden renderings of one rich plan', () => {
+  it('text without colour', async () => {
+    await expect(renderText(richPlan, { color: false })).toMatchFileSnapshot('../golden/plan.txt');
+  });
+
+  it('text with colour', async () => {
+    await expect(renderText(richPlan, { color: true })).toMatchFileSnapshot('../golden/plan.color.txt');
+  });
+
+  it('json', async () => {
+    await expect(renderJson(richPlan)).toMatchFileSnapshot('../golden/plan.json');
+  });
+
+  it('markdown with the live phases', async () => {
+    await expect(renderMarkdown(richPlan, { live: richLive })).toMatchFileSnapshot('../golden/plan.md');
+  });
+
+  it('markdown shrunk to 2500 characters', async () => {
+    await expect(renderMarkdown(richPlan, { live: richLive, maxLength: 2500 })).toMatchFileSnapshot('../golden/plan.truncated.md');
+  });
+
+  it('the apply report', async () => {
+    await expect(renderApplyReport(richReport, { color: false })).toMatchFileSnapshot('../golden/report.txt');
+  });
+
+  it('the apply report with colour', async () => {
+    await expect(renderApplyReport(richReport, { color: true })).toMatchFileSnapshot('../golden/report.color.txt');
+  });
+});

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import type { DesiredFirmware, LiveFirmware } from '../../src/model/index.js';
+import { plan } from '../../src/core/plan.js';
+import { escapeMarkdown, renderMarkdown } from '../../src/core/render/markdown.js';
+import { action, desired, firmware, live, liveAction, liveFirmware, phase } from './builders.js';
+import { richLive, richPlan } from './fixtures.js';
+
+function balanced(md: string): void {
+  expect(md.split('<details>').length).toBe(md.split('</details>').length);
+  const fences = md.split('\n').filter((l) => /^`{3,}/.test(l));
+  expect(fences.length % 2).toBe(0);
+  expect(md.endsWith('\n')).toBe(true);
+}
+
+describe('renderMarkdown', () => {
+  const fullLength = renderMarkdown(richPlan, { live: richLive }).length;
+
+  it.each([300, 600, 1000, 1500, 2000, 2500, 3000])('stays within maxLength %i and valid', (maxLength) => {
+    const md = renderMarkdown(richPlan, { live: richLive, maxLength });
+    expect(fullLength).toBeGreaterThan(maxLength);
+    expect(md.length).toBeLessThanOrEqual(maxLength);
+    balanced(md);
+    expect(md).toContain('run `dus-sync plan` locally for the full plan');
+  });
+
+  it('names every change in a compact list while the list fits', () => {
+    const md = renderMarkdown(richPlan, { live: richLive, maxLength: 2500 });
+    for (const key of ['2.4.1', '3.0.0', '7.1.0']) expect(md).toContain(`firmware <code>${key}</code>`);
+    for (const key of ['42', '5']) expect(md).toContain(`action <code>${key}</code>`);
+    expect(md).toContain('the details of 5 changes are not shown');
+  });
+
+  it('drops whole entries from the end, and says how many, when even the list does not fit', () => {
+    const md = renderMarkdown(richPlan, { live: richLive, maxLength: 1800 });
+    expect(md).toMatch(/… \d+ more (changes|entries \(changes, conflicts, errors\)) not shown/);
+    expect(md).not.toContain('### globex');
+  });
+
+  it('keeps a plan of 2000 changes under GitHub’s comment limit', () => {
+    const many = Array.from({ length: 2000 }, (_, i) => `1.0.${i}`);
+    const p = plan(
+      desired(...many.map((v) => firmware({ version_number: v, is_deactivated: true, uncompressed_size: 1 }))),
+      live({ acme: { firmwares: many.map((v) => liveFirmware({ version_number: v })) } }),
+    );
+    const md = renderMarkdown(p);
+    expect(md.length).toBeLessThanOrEqual(65536);
+    expect(md.length).toBeGreaterThan(60000);
+    balanced(md);
+    expect(md).toMatch(/… \d+ more changes not shown/);
+  });
+
+  it('shows live phases as "phase N" when it is not given the live state', () => {
+    const md = renderMarkdown(richPlan);
+    expect(md).toContain('p0["phase 0"]');
+    expect(md).toContain('p2["wave-2 (new)"]:::new');
+  });
+
+  it('uses the title it is given, escaped', () => {
+    expect(renderMarkdown(richPlan, { title: 'plan for <prod> #1' }).split('\n')[0]).toBe('## plan for &lt;prod&gt; &#35;1');
+  });
+
+  it('says there is nothing to do for an empty plan', () => {
+    const p = plan(desired(firmware({ version_number: '1.0.0' })), live({ acme: { firmwares: [liveFirmware({ version_number: '1.0.0' })] } }));
+    const md = renderMarkdown(p);
+    expect(md).toContain('**No changes. 1 unchanged.**');
+    expect(md).toContain('| acme | 0 | 0 | 0 | 0 | 1 |');
+    expect(md).not.toContain('[!WARNING]');
+  });
+
+  it('makes names from YAML inert in tables, HTML and mermaid', () => {
+    const evil = 'x|y <img src=1> @everyone `z` ]]"';
+    const p = plan(
+      desired(action(1, [phase('canary'), phase(evil)])),
+      live({ acme: { actions: [liveAction(1, ['canary'])] } }),
+    );
+    const md = renderMarkdown(p);
+    expect(md).not.toContain('<img');
+    // Mentions do not work inside a mermaid fence; everywhere else the @ is an entity.
+    expect(md.replace(/```mermaid[\s\S]*?```/, '')).not.toContain('@everyone');
+    expect(md).toContain('p1["x|y #lt;img src=1#gt; @everyone #96;z#96; ]]#quot; (new)"]:::new');
+    const row = md.split('\n').find((l) => l.startsWith('| 1 |'))!;
+    expect(row.split(' | ')).toHaveLength(4);
+  });
+
+  it('escapes what markdown and HTML would interpret', () => {
+    expect(escapeMarkdown('a|b <i>*x*</i> _y_ [l](u) @me $m$ #1 \\ ~s~')).toBe(
+      'a&#124;b &lt;i&gt;&#42;x&#42;&lt;/i&gt; &#95;y&#95; &#91;l&#93;(u) &#64;me &#36;m&#36; &#35;1 &#92; &#126;s&#126;',
+    );
+    expect(escapeMarkdown('line\nbreak')).toBe('line&#92;u000abreak');
+  });
+
+  it('fences a diff with more backticks than its content holds', () => {
+    const weird: DesiredFirmware = firmware({ version_number: '1.0.0', dependencies: [{ component_name: '```evil', min_version: '1' }] });
+    const record: LiveFirmware = liveFirmware({ version_number: '1.0.0' });
+    const md = renderMarkdown(plan(desired(weird), live({ acme: { firmwares: [record] } })));
+    expect(md).toContain('````diff\n');
+    balanced(md);
+  });
+});
