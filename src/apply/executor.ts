@@ -24,6 +24,12 @@ export interface ExecutorDeps {
   signal?: AbortSignal;
   /** Read each action before its first append to make sure the plan's index is still the next one. */
   checkIndex?: boolean;
+  /**
+   * Before a phase whose answer was lost is sent again, the action is read a second time this
+   * long after the first read showed it absent (default 1 s): a 504 from a proxy can mean the
+   * server is still working on the first request.
+   */
+  settleMs?: number;
   onResult?: (r: ChangeResult, done: number, total: number) => void;
 }
 
@@ -32,6 +38,7 @@ export const MAX_SENDS = 3;
 /** Reads of an action after an append whose outcome is unknown. */
 export const READ_BACK_TRIES = 5;
 const READ_BACK_BASE_MS = 200;
+export const DEFAULT_RESEND_SETTLE_MS = 1_000;
 
 interface Outcome {
   readonly status: ChangeStatus;
@@ -170,21 +177,35 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, state: ChainState)
       continue;
     }
     deps.log.warn(`the outcome of appending ${describe(c)} is unknown (${sentence(lastError)}); reading the action back`);
-    let action: Action | null;
-    try {
-      action = await readBack(tc, c.action_id, deps);
-    } catch (err) {
+    const decided = await settleUnknown(tc, c, digest, deps);
+    if (decided.kind === 'unreadable') {
       // The intent stays pending in the journal: the next apply settles it before planning.
-      return { status: 'failed', message: `the outcome of the append is unknown and action ${c.action_id} could not be read back (${sentence(err)}); the next apply settles it from the journal` };
+      return { status: 'failed', message: `the outcome of the append is unknown and action ${c.action_id} could not be read back (${sentence(decided.error)}); the next apply settles it from the journal` };
     }
+    const { verdict: v, action } = decided;
     state.knownLength = action?.phases.length;
-    const v = judge(action, c.index, digest);
     await deps.journal.recordOutcome(intent.id, v === 'present' ? 'applied' : 'not-applied');
     if (v === 'present') return { status: 'applied' };
     if (v !== 'absent') return verdictFailure(v, c, action);
     deps.log.info(`${describe(c)} did not land; sending it again`);
   }
   return { status: 'failed', message: `the append did not go through after ${MAX_SENDS} tries: ${sentence(lastError)}` };
+}
+
+type Settled = { kind: 'read'; verdict: Verdict; action: Action | null } | { kind: 'unreadable'; error: unknown };
+
+/** Reads the action after an unknown outcome; "absent" is believed only when a second, later read agrees. */
+async function settleUnknown(tc: TenantClient, c: PhaseChange, digest: string, deps: ExecutorDeps): Promise<Settled> {
+  try {
+    let action = await readBack(tc, c.action_id, deps);
+    if (judge(action, c.index, digest) === 'absent') {
+      await deps.clock.sleep(deps.settleMs ?? DEFAULT_RESEND_SETTLE_MS);
+      action = await readBack(tc, c.action_id, deps);
+    }
+    return { kind: 'read', verdict: judge(action, c.index, digest), action };
+  } catch (error) {
+    return { kind: 'unreadable', error };
+  }
 }
 
 function landed(action: Action, c: PhaseChange, digest: string): Outcome {

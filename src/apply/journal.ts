@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, open, readFile, chmod } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Logger } from '../model/index.js';
+import type { Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { redact } from '../redact.js';
 import { phaseDigest } from './digest.js';
@@ -120,6 +120,19 @@ function isLine(v: unknown): v is Line {
     && typeof o.action_id === 'number' && typeof o.index === 'number' && typeof o.digest === 'string';
 }
 
+export interface RecoverOptions {
+  /** Sleeps while a young intent settles; without it, no waiting. */
+  clock?: Clock;
+  /**
+   * How old an intent must be before "the phase is not there" is believed (default 10 s): a
+   * request sent just before the crash may still be on its way through the server, and
+   * resending it too early would append the phase twice.
+   */
+  settleMs?: number;
+}
+
+export const DEFAULT_SETTLE_MS = 10_000;
+
 /**
  * Settles every pending intent by reading its action: applied when the phase at that index has
  * the same digest, not applied otherwise. A read that fails propagates, and the intent stays
@@ -129,18 +142,42 @@ export async function recoverJournal(
   journal: Journal,
   client: { tenant(name: string): TenantClient },
   log: Logger,
+  opts: RecoverOptions = {},
 ): Promise<{ resolved: number; applied: number; notApplied: number }> {
   const pending = await journal.pending();
+  const settleMs = opts.settleMs ?? DEFAULT_SETTLE_MS;
+  const young: Intent[] = [];
   let applied = 0;
   let notApplied = 0;
-  for (const intent of pending) {
-    const action = await client.tenant(intent.tenant).getAction(intent.action_id);
-    const phase = action?.phases[intent.index];
-    const outcome: Outcome = phase !== undefined && phaseDigest(phase) === intent.digest ? 'applied' : 'not-applied';
+  const settle = async (intent: Intent, outcome: Outcome): Promise<void> => {
     await journal.recordOutcome(intent.id, outcome);
     if (outcome === 'applied') applied++;
     else notApplied++;
     log.info(redact(`journal: phase ${intent.index} "${intent.name}" of action ${intent.action_id} in ${intent.tenant} from an interrupted run was ${outcome === 'applied' ? 'applied' : 'not applied'}`));
+  };
+  for (const intent of pending) {
+    const present = await isPresent(client, intent);
+    if (present) await settle(intent, 'applied');
+    else if (opts.clock !== undefined && ageMs(intent, opts.clock) < settleMs) young.push(intent);
+    else await settle(intent, 'not-applied');
+  }
+  if (young.length > 0 && opts.clock !== undefined) {
+    const clock = opts.clock;
+    const wait = Math.max(...young.map((i) => settleMs - ageMs(i, clock)));
+    log.info(`journal: waiting ${Math.ceil(wait / 1000)} s for ${young.length} append(s) sent just before the last run stopped`);
+    await clock.sleep(wait);
+    for (const intent of young) await settle(intent, (await isPresent(client, intent)) ? 'applied' : 'not-applied');
   }
   return { resolved: pending.length, applied, notApplied };
+}
+
+async function isPresent(client: { tenant(name: string): TenantClient }, intent: Intent): Promise<boolean> {
+  const action = await client.tenant(intent.tenant).getAction(intent.action_id);
+  const phase = action?.phases[intent.index];
+  return phase !== undefined && phaseDigest(phase) === intent.digest;
+}
+
+function ageMs(intent: Intent, clock: Clock): number {
+  const at = Date.parse(intent.at);
+  return Number.isFinite(at) ? clock.now() - at : Number.POSITIVE_INFINITY;
 }

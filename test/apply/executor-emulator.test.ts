@@ -84,7 +84,7 @@ describe('executor against the emulator', () => {
       await recoverJournal(journal, client, log);
       const changes = missingTail();
       if (changes.length === 0) break;
-      await executePlan(planOf(changes), { client, journal, log, clock: realClock, concurrency: 8 });
+      await executePlan(planOf(changes), { client, journal, log, clock: realClock, concurrency: 8, settleMs: 50 });
     }
     const names = desired.map((p) => p.name);
     expect(livePhases(1)).toEqual(names);

@@ -137,6 +137,24 @@ describe('executePlan', () => {
     expect(d.log.lines.some((l) => l.includes('sending it again'))).toBe(true);
   });
 
+  it('reads again after a pause before resending, and counts a phase that landed late as applied', async () => {
+    const api = fakeWith({ appendFault: faultsFor(['5xx-before-commit']) });
+    api.addAction('acme', 42);
+    const d = deps(api);
+    // The first request reaches the server while we wait (a proxy answered 504 too early).
+    d.clock.sleep = (ms: number) => {
+      d.clock.slept.push(ms);
+      if (api.phases('acme', 42).length === 0) api.addAction('acme', 42, [phase('a')]);
+      return Promise.resolve();
+    };
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+    expect(report.applied).toBe(1);
+    // Only the late first request: nothing was sent again.
+    expect(api.appendsReceived).toEqual([]);
+    expect(api.phases('acme', 42)).toHaveLength(1);
+    expect(d.clock.slept).toEqual([1_000]);
+  });
+
   it('gives up after a bounded number of sends that are each proven absent', async () => {
     const api = fakeWith({ appendFault: () => '5xx-before-commit' });
     api.addAction('acme', 42);

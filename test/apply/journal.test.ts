@@ -123,4 +123,32 @@ describe('recoverJournal', () => {
     expect(await j.pending()).toHaveLength(1);
     await j.close();
   });
+
+  it('waits for a young intent to settle before believing the phase is absent', async () => {
+    const path = join(dir, 'journal.jsonl');
+    const j = await Journal.open(path);
+    await j.recordIntent(intentFor(42, 0, 'canary'));
+    const api = new FakeApi();
+    api.addAction('acme', 42, []);
+    // The request sent just before the crash lands while we wait.
+    const slept: number[] = [];
+    const clock = { now: () => Date.now(), sleep: (ms: number) => { slept.push(ms); api.addAction('acme', 42, [phase('canary')]); return Promise.resolve(); } };
+    expect(await recoverJournal(j, api, memoryLog(), { clock, settleMs: 5_000 })).toEqual({ resolved: 1, applied: 1, notApplied: 0 });
+    expect(slept).toHaveLength(1);
+    expect(slept[0]).toBeGreaterThan(4_000);
+    await j.close();
+  });
+
+  it('does not wait for an intent older than the settle time', async () => {
+    const path = join(dir, 'journal.jsonl');
+    const j = await Journal.open(path);
+    await j.recordIntent(intentFor(42, 0, 'canary'));
+    const api = new FakeApi();
+    api.addAction('acme', 42, []);
+    const slept: number[] = [];
+    const clock = { now: () => Date.now() + 60_000, sleep: (ms: number) => { slept.push(ms); return Promise.resolve(); } };
+    expect(await recoverJournal(j, api, memoryLog(), { clock, settleMs: 5_000 })).toEqual({ resolved: 1, applied: 0, notApplied: 1 });
+    expect(slept).toEqual([]);
+    await j.close();
+  });
 });
