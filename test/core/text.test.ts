@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ApplyReport } from '../../src/model/index.js';
+import type { ApplyReport, Plan } from '../../src/model/index.js';
+import { renderJson } from '../../src/core/render/json.js';
+import { renderMarkdown } from '../../src/core/render/markdown.js';
 import { plan } from '../../src/core/plan.js';
 import { renderApplyReport } from '../../src/core/render/report.js';
 import { renderText } from '../../src/core/render/text.js';
@@ -15,6 +17,13 @@ describe('renderText', () => {
   it('ends with the summary line', () => {
     const lines = renderText(richPlan, { color: false }).trimEnd().split('\n');
     expect(lines.at(-1)).toBe('Plan: 3 firmware updates, 3 phase appends, 1 conflict, 2 errors. 3 unchanged.');
+  });
+
+  it('renders a plan read back from its JSON (a saved plan) exactly as the original', () => {
+    const reloaded = JSON.parse(renderJson(richPlan)) as Plan;
+    expect(renderText(reloaded, { color: false })).toBe(renderText(richPlan, { color: false }));
+    expect(renderMarkdown(reloaded)).toBe(renderMarkdown(richPlan));
+    expect(renderJson(reloaded)).toBe(renderJson(richPlan));
   });
 
   it('has no escape codes without colour', () => {

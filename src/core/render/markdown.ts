@@ -155,8 +155,9 @@ function firmwareDiff(change: FirmwareChange): string {
   }).trimEnd();
 }
 
+/** In the fixed field order, whatever key order a plan loaded from a file has. */
 function changedFieldNames(change: FirmwareChange): string {
-  return Object.keys(change.after).join(', ');
+  return [...SCALAR_FIELDS, 'dependencies' as const].filter((f) => change.after[f] !== undefined).join(', ');
 }
 
 function dependencySummary(change: FirmwareChange): string {
