@@ -131,7 +131,9 @@ function buildAgent(opts: ApiClientOptions): Agent {
   const timeout = opts.timeoutMs ?? DEFAULTS.timeoutMs;
   const ca = opts.caFile ? trustedCas(opts.caFile) : undefined;
   return new Agent({
-    keepAliveTimeout: 10_000,
+    // Below the 5 s idle timeout of common servers (Node, gunicorn) when they send no Keep-Alive hint,
+    // so that an append_phase is not written to a socket the server is closing ("outcome unknown").
+    keepAliveTimeout: 4_000,
     headersTimeout: timeout,
     bodyTimeout: timeout,
     connect: { timeout: Math.min(DEFAULTS.connectTimeoutMs, timeout), rejectUnauthorized: true, ...(ca ? { ca } : {}) },

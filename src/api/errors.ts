@@ -27,7 +27,8 @@ export function errorBody(text: string): unknown {
 /** {"detail": "x"} → "x"; {"field": ["a", "b"]} → "field: a b"; anything else compactly. */
 export function describeBody(body: unknown): string {
   if (body === undefined || body === null) return '';
-  if (typeof body === 'string') return body.trim();
+  // A proxy or a wrong base URL answers with a web page: a line of HTML helps nobody.
+  if (typeof body === 'string') return /^\s*</.test(body) ? 'the answer is an HTML page, not the API (is the base URL right?)' : body.trim();
   if (typeof body === 'object' && !Array.isArray(body)) {
     const entries = Object.entries(body as Record<string, unknown>);
     const detail = (body as Record<string, unknown>).detail;

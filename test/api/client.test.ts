@@ -185,6 +185,15 @@ describe('retries', () => {
     expect(clock.sleeps).toEqual([]);
   });
 
+  it('summarises an HTML error page instead of printing it', async () => {
+    agent = mockAgent();
+    agent.get(BASE).intercept({ path: LIST, method: 'GET' }).reply(404, '<!DOCTYPE html><html><body>Not Found</body></html>');
+    const { client } = clientFor(agent);
+    expect((await failure(client.tenant('acme').listBundles())).message).toBe(
+      'GET /api/v1/firmware-bundles was not found for tenant acme (404): the answer is an HTML page, not the API (is the base URL right?)',
+    );
+  });
+
   it('does not retry a 400 and shows the field messages', async () => {
     agent = mockAgent();
     agent.get(BASE).intercept({ path: '/api/v1/firmwares/1.0', method: 'PUT' }).reply(400, { uncompressed_size: ['A valid integer is required.'], dependencies: ['This field is required.'] });
