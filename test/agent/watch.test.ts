@@ -208,3 +208,37 @@ describe('file changes (real chokidar on a temp folder)', () => {
     expect(pass.triggers).toHaveLength(1);
   });
 });
+
+describe('reconfigure', () => {
+  it('takes a new interval from the next scheduling on', async () => {
+    const pass = new FakePass();
+    const { w, timers } = await loop(pass, { intervalMs: 1000 });
+    w.reconfigure({ intervalMs: 5000 });
+    expect(w.intervalMs).toBe(5000);
+    await timers.advance(1000);
+    expect(pass.triggers.map((t) => t.reason)).toEqual(['start', 'interval']);
+    await timers.advance(4999);
+    expect(pass.triggers).toHaveLength(2);
+    await timers.advance(1);
+    expect(pass.triggers).toHaveLength(3);
+  });
+
+  it('starts watching a new root', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'dus-reconf-'));
+    try {
+      await mkdir(join(root, 'a'));
+      await mkdir(join(root, 'b'));
+      const pass = new FakePass();
+      const w = await startWatch({ paths: [join(root, 'a')], pass: pass.run, intervalMs: 60_000, debounceMs: 50, log: memoryLogger() });
+      watchers.push(w);
+      await waitFor(() => pass.triggers.length === 1);
+      w.reconfigure({ paths: [join(root, 'b')] });
+      await new Promise((r) => setTimeout(r, 200));
+      await writeFile(join(root, 'b', 'x.yaml'), 'x: 1\n');
+      await waitFor(() => pass.triggers.length === 2, 5000, 'the change in the new root');
+      expect(pass.triggers[1]).toEqual({ reason: 'file-change', files: [join(root, 'b', 'x.yaml')] });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});

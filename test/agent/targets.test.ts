@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { fallbackTargets, watchTargets } from '../../src/agent/targets.js';
+import type { ResolvedConfig } from '../../src/model/index.js';
+
+function config(extra: Partial<ResolvedConfig> = {}): ResolvedConfig {
+  return { file: '/repo/dus-sync.yaml', dir: '/repo', tenants: {}, safety: {}, watchIntervalMs: 300_000, suspend: false, ...extra };
+}
+
+describe('watchTargets', () => {
+  it('watches the config file and the folder before each glob, and filters events by the globs', () => {
+    const t = watchTargets(config({ resources: ['tenants/**/*.yaml', 'shared/*.yml'] }));
+    expect(t.paths).toEqual(['/repo/dus-sync.yaml', '/repo/shared', '/repo/tenants']);
+    expect(t.filter('/repo/tenants/acme/a.yaml')).toBe(true);
+    expect(t.filter('/repo/shared/x.yml')).toBe(true);
+    expect(t.filter('/repo/tenants/acme/notes.txt')).toBe(false);
+    expect(t.filter('/repo/tenants/.git/x.yaml')).toBe(false);
+    expect(t.filter('/repo/tenants/acme/a.yaml.tmp-12')).toBe(false);
+  });
+
+  it('by default watches the whole folder (the config file stays a path of its own)', () => {
+    const t = watchTargets(config());
+    expect(t.paths).toEqual(['/repo/dus-sync.yaml', '/repo']);
+    expect(t.filter('/repo/a/b.yml')).toBe(true);
+    // The config is not a resource, but it is watched as a path, so its events count.
+    expect(t.filter('/repo/dus-sync.yaml')).toBe(false);
+  });
+
+  it('folds nested roots and watches a literal file through its folder', () => {
+    const t = watchTargets(config({ resources: ['tenants/**/*.yaml', 'tenants/acme/*.yaml', 'extra/one.yaml'] }));
+    expect(t.paths).toEqual(['/repo/dus-sync.yaml', '/repo/extra', '/repo/tenants']);
+  });
+
+  it('without a config file watches --dir', () => {
+    const t = watchTargets(config({ file: undefined, dir: '/desired' }));
+    expect(t.paths).toEqual(['/desired']);
+  });
+
+  it('before any config could be read, watches where it would be', () => {
+    expect(fallbackTargets('/work', 'conf/dus-sync.yaml').paths).toEqual(['/work/conf/dus-sync.yaml', '/work/conf']);
+    expect(fallbackTargets('/work').paths).toEqual(['/work/dus-sync.yaml', '/work']);
+  });
+});
