@@ -82,7 +82,8 @@ export async function resolveCommit(root: string, ref: string): Promise<string> 
 /** The paths of every file below `dir` at `commit`, relative to `dir`. */
 export async function listFilesAtCommit(root: string, commit: string, dir: string): Promise<string[]> {
   const relDir = toRepoRelative(root, dir);
-  const out = await git(['ls-tree', '-r', '-z', '--full-tree', '--name-only', commit, '--', relDir === '' ? '.' : relDir], root);
+  // --literal-pathspecs: a folder named like a glob ('*', '[a]') means itself.
+  const out = await git(['--literal-pathspecs', 'ls-tree', '-r', '-z', '--full-tree', '--name-only', commit, '--', relDir === '' ? '.' : relDir], root);
   const prefix = relDir === '' ? '' : `${relDir}/`;
   return out.split('\0').filter((p) => p !== '' && p.startsWith(prefix)).map((p) => p.slice(prefix.length)).sort();
 }

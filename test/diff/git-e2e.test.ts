@@ -168,3 +168,29 @@ describe('diff --base', () => {
     }
   });
 });
+
+describe('readDesiredAtRef', () => {
+  it('reads odd file names exactly, and no config text when the config is not in the commit', async () => {
+    const { readDesiredAtRef } = await import('../../src/load/git.js');
+    const dir = join(repo, 'odd [dir]*');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'a b ü.yaml'), 'x: 1\n');
+    writeFileSync(join(dir, 'new-config.yaml'), 'kind: Config\n');
+    git('add', '.');
+    git('commit', '-q', '-m', 'odd names');
+    writeFileSync(join(dir, 'untracked.yaml'), 'y: 2\n');
+    try {
+      let seen: readonly string[] = [];
+      const r = await readDesiredAtRef({
+        dir, ref: 'HEAD', configFile: join(dir, 'untracked.yaml'),
+        select: (paths, configText) => { seen = paths; expect(configText).toBeUndefined(); return paths.filter((p) => p.startsWith('a ')); },
+      });
+      expect(seen).toEqual(['a b ü.yaml', 'new-config.yaml']);
+      expect(r.files).toEqual([{ path: 'a b ü.yaml', text: 'x: 1\n' }]);
+      expect(r.commit).toMatch(/^[0-9a-f]{40}$/);
+    } finally {
+      git('reset', '-q', '--hard', 'HEAD~1');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
