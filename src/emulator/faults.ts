@@ -33,7 +33,6 @@ export function mulberry32(seed: number): () => number {
 // the server, which SPEC section 3 says not to retry, so injecting it would test nothing useful.
 const FAIL_STATUSES = [502, 503, 504] as const;
 const FAIL_DETAILS: Record<(typeof FAIL_STATUSES)[number], string> = {
-  500: 'A server error occurred.',
   502: 'Bad gateway.',
   503: 'Service temporarily unavailable, try again later.',
   504: 'Gateway timeout.',
