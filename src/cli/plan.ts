@@ -1,4 +1,66 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('plan is not built yet');
+// `dus-sync plan`: fetch the live state, print the plan, optionally save it.
+import { UnsafePlanError } from '../errors.js';
+import type { LiveState, Plan } from '../model/index.js';
+import { connect, enforceSafety, fetchAndPlan, loadOrThrow, tenantsOf } from '../agent/reconcile.js';
+import { renderText } from '../core/render/text.js';
+import { renderJson } from '../core/render/json.js';
+import { renderMarkdown } from '../core/render/markdown.js';
+import { toSavedPlan } from '../apply/saved-plan.js';
+import { VERSION } from '../version.js';
+import { useColor, type GlobalOptions } from './context.js';
+import { setup, writeFileAtomic } from './common.js';
+
+interface PlanFlags {
+  format: 'text' | 'json' | 'markdown';
+  out?: string;
+  detailedExitcode?: boolean;
+  maxChanges?: number;
+  maxDeactivations?: number;
+  allowLarge?: boolean;
+}
+
+export function renderPlan(plan: Plan, format: PlanFlags['format'], color: boolean, live?: LiveState): string {
+  switch (format) {
+    case 'json': return renderJson(plan);
+    case 'markdown': return renderMarkdown(plan, { live });
+    case 'text': return renderText(plan, { color });
+  }
+}
+
+/** 1 on conflicts or errors, else 2 for changes with --detailed-exitcode, else 0. */
+export function planExitCode(plan: Plan, detailed: boolean): number {
+  if (plan.conflicts.length > 0 || plan.errors.length > 0) return 1;
+  return detailed && plan.changes.length > 0 ? 2 : 0;
+}
+
+export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
+  const opts = rawOpts as unknown as PlanFlags;
+  const { config, filter, log } = await setup(globals);
+  const desired = await loadOrThrow(config, filter);
+  const client = await connect(config, tenantsOf(desired), {
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile,
+  });
+  try {
+    const { live, plan } = await fetchAndPlan(client, desired, 8);
+    process.stdout.write(renderPlan(plan, opts.format, useColor(globals), live));
+    if (opts.out) {
+      const saved = toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt: new Date().toISOString() });
+      await writeFileAtomic(opts.out, JSON.stringify(saved, null, 2) + '\n');
+      log.info(`saved the plan to ${opts.out}; apply it with: dus-sync apply ${opts.out}`);
+    }
+    if (plan.conflicts.length > 0) log.error(`${plan.conflicts.length} conflict(s): phases are append-only; fix the YAML to match the live phases`);
+    if (plan.errors.length > 0) log.error(`${plan.errors.length} object(s) cannot be planned (see above)`);
+    try {
+      enforceSafety(plan, config, opts);
+    } catch (err) {
+      if (err instanceof UnsafePlanError) {
+        log.error(`apply would refuse this plan: ${err.message.replace(/ Nothing was written\.$/, '')}`);
+        return 1;
+      }
+      throw err;
+    }
+    return planExitCode(plan, opts.detailedExitcode === true);
+  } finally {
+    await client.close();
+  }
 }
