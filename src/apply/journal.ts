@@ -46,11 +46,7 @@ export class Journal {
   /** Intents without an outcome: appends a crashed or interrupted run left in doubt. */
   async pending(): Promise<Intent[]> {
     await this.queue;
-    const lines = parseLines(await readFile(this.path, 'utf8'));
-    const settled = new Set(lines.filter((l) => l.type === 'outcome').map((l) => l.id));
-    return lines
-      .filter((l): l is { type: 'intent' } & Intent => l.type === 'intent' && !settled.has(l.id))
-      .map(({ type: _type, ...intent }) => intent);
+    return pendingOf(parseLines(await readFile(this.path, 'utf8')));
   }
 
   /** Durable (fsync'd) before it resolves, so the request may be sent only after. */
@@ -67,10 +63,15 @@ export class Journal {
     await this.append({ type: 'outcome', id, outcome, at: new Date().toISOString() });
   }
 
-  /** After a clean run nothing is in doubt: empty the file, keeping it (and its 0600 mode). */
+  /**
+   * Drops every settled record. After a clean run that empties the file (keeping it and its
+   * 0600 mode); an intent still in doubt is kept, so calling this is always safe.
+   */
   async compact(): Promise<void> {
     await this.enqueue(async (h) => {
+      const keep = pendingOf(parseLines(await readFile(this.path, 'utf8')));
       await h.truncate(0);
+      if (keep.length > 0) await h.write(keep.map((i) => JSON.stringify({ type: 'intent', ...i }) + '\n').join(''));
       await h.sync();
     });
   }
@@ -99,6 +100,13 @@ export class Journal {
   }
 }
 
+function pendingOf(lines: readonly Line[]): Intent[] {
+  const settled = new Set(lines.filter((l) => l.type === 'outcome').map((l) => l.id));
+  return lines
+    .filter((l): l is { type: 'intent' } & Intent => l.type === 'intent' && !settled.has(l.id))
+    .map(({ type: _type, ...intent }) => intent);
+}
+
 function parseLines(text: string): Line[] {
   const out: Line[] = [];
   for (const raw of text.split('\n')) {
@@ -121,7 +129,7 @@ function isLine(v: unknown): v is Line {
 }
 
 export interface RecoverOptions {
-  /** Sleeps while a young intent settles; without it, no waiting. */
+  /** Sleeps while a young intent settles (default: the system clock). */
   clock?: Clock;
   /**
    * How old an intent must be before "the phase is not there" is believed (default 10 s): a
@@ -132,6 +140,11 @@ export interface RecoverOptions {
 }
 
 export const DEFAULT_SETTLE_MS = 10_000;
+
+const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
 
 /**
  * Settles every pending intent by reading its action: applied when the phase at that index has
@@ -146,6 +159,7 @@ export async function recoverJournal(
 ): Promise<{ resolved: number; applied: number; notApplied: number }> {
   const pending = await journal.pending();
   const settleMs = opts.settleMs ?? DEFAULT_SETTLE_MS;
+  const clock = opts.clock ?? systemClock;
   const young: Intent[] = [];
   let applied = 0;
   let notApplied = 0;
@@ -158,11 +172,10 @@ export async function recoverJournal(
   for (const intent of pending) {
     const present = await isPresent(client, intent);
     if (present) await settle(intent, 'applied');
-    else if (opts.clock !== undefined && ageMs(intent, opts.clock) < settleMs) young.push(intent);
+    else if (ageMs(intent, clock) < settleMs) young.push(intent);
     else await settle(intent, 'not-applied');
   }
-  if (young.length > 0 && opts.clock !== undefined) {
-    const clock = opts.clock;
+  if (young.length > 0) {
     const wait = Math.max(...young.map((i) => settleMs - ageMs(i, clock)));
     log.info(`journal: waiting ${Math.ceil(wait / 1000)} s for ${young.length} append(s) sent just before the last run stopped`);
     await clock.sleep(wait);

@@ -81,7 +81,7 @@ describe('executor against the emulator', () => {
     await start({ dropEvery: 2, failRate: 0.15, rateLimit: 50, seed });
     const log = memoryLog();
     for (let round = 0; round < 5; round++) {
-      await recoverJournal(journal, client, log);
+      await recoverJournal(journal, client, log, { clock: realClock, settleMs: 50 });
       const changes = missingTail();
       if (changes.length === 0) break;
       await executePlan(planOf(changes), { client, journal, log, clock: realClock, concurrency: 8, settleMs: 50 });

@@ -49,7 +49,7 @@ describe('executor under random failure schedules', () => {
       const deps = { client: api, journal, log: memoryLog(), clock: fakeClock(), concurrency: s.concurrency };
       try {
         for (let round = 0; round < s.appends.length + s.reads.length + 5; round++) {
-          await recoverJournal(journal, api, deps.log).catch(() => undefined);
+          await recoverJournal(journal, api, deps.log, { settleMs: 0 }).catch(() => undefined);
           const plan = planPhases(api, 'acme', desired);
           if (plan.changes.length === 0) break;
           await executePlan(plan, deps);

@@ -69,6 +69,21 @@ describe('Journal', () => {
     await j.close();
   });
 
+  it('keeps an intent still in doubt when compacting', async () => {
+    const path = join(dir, 'journal.jsonl');
+    const j = await Journal.open(path);
+    const a = await j.recordIntent(intentFor(42, 1, 'wave-1'));
+    const b = await j.recordIntent(intentFor(42, 2, 'wave-2'));
+    await j.recordOutcome(a.id, 'applied');
+    await j.compact();
+    expect((await j.pending()).map((i) => i.id)).toEqual([b.id]);
+    expect((await readFile(path, 'utf8')).split('\n').filter(Boolean)).toHaveLength(1);
+    await j.close();
+    const reopened = await Journal.open(path);
+    expect(await reopened.pending()).toEqual([b]);
+    await reopened.close();
+  });
+
   it('keeps lines whole when many records are written at once', async () => {
     const path = join(dir, 'journal.jsonl');
     const j = await Journal.open(path);
@@ -96,7 +111,7 @@ describe('recoverJournal', () => {
     api.addAction('acme', 43, []);
     const log = memoryLog();
     const j = await Journal.open(path);
-    expect(await recoverJournal(j, api, log)).toEqual({ resolved: 2, applied: 1, notApplied: 1 });
+    expect(await recoverJournal(j, api, log, { settleMs: 0 })).toEqual({ resolved: 2, applied: 1, notApplied: 1 });
     expect(await j.pending()).toEqual([]);
     expect(log.lines.join('\n')).toContain('phase 1 "wave-1" of action 42 in acme from an interrupted run was applied');
     expect(log.lines.join('\n')).toContain('phase 0 "canary" of action 43 in acme from an interrupted run was not applied');
@@ -110,7 +125,7 @@ describe('recoverJournal', () => {
     await j.recordIntent(intentFor(44, 0, 'mine'));
     const api = new FakeApi();
     api.addAction('acme', 42, [phase('theirs')]);
-    expect(await recoverJournal(j, api, memoryLog())).toEqual({ resolved: 2, applied: 0, notApplied: 2 });
+    expect(await recoverJournal(j, api, memoryLog(), { settleMs: 0 })).toEqual({ resolved: 2, applied: 0, notApplied: 2 });
     await j.close();
   });
 
