@@ -27,6 +27,7 @@ describe('text', () => {
     expect(text).toContain('is_deactivated: false → true');
     expect(text).toContain('~ bootloader min_version "1.2.0" → "1.3.0"');
     expect(text).toContain('+ firmware "3.0.0" (radio)');
+    expect(text).toContain('      no managed fields\n');
     expect(text).toContain('- firmware "1.0.0" (modem)');
     expect(text).toContain('+ phase 1 "wave-1" trigger_on {"min_success_rate":0.98} info {"percent":10}');
     expect(text).toContain('! phase 0 changed');
@@ -71,7 +72,9 @@ describe('markdown', () => {
     expect(md).toContain('`2.4.1`');
     expect(md).toContain('`is_deactivated`: `false` → `true`');
     expect(md).toContain('dependency `~ bootloader min_version "1.2.0" → "1.3.0"`');
-    expect(md).toContain('`3.0.0`');
+    expect(md).toContain('| ➕ | `3.0.0` | `radio` | added to git: `no managed fields` |');
+    const added = renderDiffMarkdown(diffDesired(state(), state(fw('4.0', { is_deactivated: true, dependencies: [{ component_name: 'boot', min_version: '1.10' }] }))), { base: 'b' });
+    expect(added).toContain('added to git: `is_deactivated: true, dependencies: boot >= "1.10"`');
     expect(md).toContain('`1.0.0`');
     expect(md).toContain('phase 1 `wave-1`');
   });

@@ -1,5 +1,5 @@
 // Shared wording of the desired-state diff renderers (text and markdown say the same things).
-import type { Dependency, PhaseSpec } from '../../model/index.js';
+import type { Dependency, FirmwareSpec, PhaseSpec } from '../../model/index.js';
 import type { DependencyDiff, DesiredDiffSummary, FieldDiff } from '../desired-diff.js';
 
 /** A value as a reviewer reads it: strings quoted (versions!), absent as "(unmanaged)". */
@@ -67,4 +67,13 @@ export function summaryLine(s: DesiredDiffSummary): string {
   if (s.deactivations) parts.push(`${plural(s.deactivations, 'deactivation')}`);
   if (s.warnings) parts.push(plural(s.warnings, 'warning'));
   return parts.length === 0 ? 'No differences in the desired state.' : `${parts.join('; ')}.`;
+}
+
+/** What an added firmware document manages: "is_deactivated: true, dependencies: a >= "1"". */
+export function showManaged(spec: Readonly<FirmwareSpec>): string {
+  const parts: string[] = [];
+  if (spec.is_deactivated !== undefined) parts.push(`is_deactivated: ${spec.is_deactivated}`);
+  if (spec.uncompressed_size !== undefined) parts.push(`uncompressed_size: ${spec.uncompressed_size}`);
+  if (spec.dependencies !== undefined) parts.push(`dependencies: ${showDependencyList(spec.dependencies)}`);
+  return parts.length === 0 ? 'no managed fields' : parts.join(', ');
 }

@@ -4,7 +4,7 @@
 import type { PhaseSpec } from '../../model/index.js';
 import type { ActionDiff, DesiredDiff, DiffEntry, FirmwareDiff } from '../desired-diff.js';
 import { diffTenants } from '../desired-diff.js';
-import { compactJson, showDependency, showDependencyList, showValue, summaryLine } from './desired-diff-format.js';
+import { compactJson, showDependency, showDependencyList, showManaged, showValue, summaryLine } from './desired-diff-format.js';
 
 export interface DiffMarkdownOptions {
   readonly base: string;
@@ -33,7 +33,7 @@ function firmwareRow(e: FirmwareDiff): string {
   const component = e.op === 'change' ? e.component_name : e.spec.component_name ?? null;
   const what: string[] = [];
   switch (e.op) {
-    case 'add': what.push('added to git'); break;
+    case 'add': what.push(`added to git: ${mdCode(showManaged(e.spec))}`); break;
     case 'remove': what.push('removed from git: no longer managed (nothing changes live)'); break;
     case 'change':
       for (const f of e.fields) what.push(`${mdCode(f.field)}: ${mdCode(showValue(f.before, f.field))} → ${mdCode(showValue(f.after, f.field))}`);
@@ -113,60 +113,68 @@ function warningCallout(diff: DesiredDiff): string[] {
   return [...lines, ''];
 }
 
-/** Appends blocks while they fit; the caller closes what is open and adds the note. */
-class Budget {
-  private readonly parts: string[] = [];
-  private used = 0;
-  dropped = 0;
-  constructor(private readonly limit: number) {}
-  add(text: string): boolean {
-    if (this.dropped > 0 || this.used + text.length + 1 > this.limit) return false;
-    this.parts.push(text);
-    this.used += text.length + 1;
-    return true;
-  }
-  force(text: string): void {
-    this.parts.push(text);
-    this.used += text.length + 1;
-  }
-  text(): string {
-    return this.parts.join('\n');
-  }
+interface Budget {
+  /** Appends the text when it fits and nothing was cut before; says whether it did. */
+  add(text: string): boolean;
+  /** Appends regardless (closing tags), from the room kept for them. */
+  force(text: string): void;
+  /** Marks that something was left out: nothing more is added after it. */
+  cut(): void;
+  readonly isCut: () => boolean;
+  text(): string;
+}
+
+function budget(limit: number): Budget {
+  const parts: string[] = [];
+  let used = 0;
+  let cut = false;
+  const push = (text: string) => { parts.push(text); used += text.length + 1; };
+  return {
+    add: (text) => {
+      if (cut || used + text.length + 1 > limit) return false;
+      push(text);
+      return true;
+    },
+    force: push,
+    cut: () => { cut = true; },
+    isCut: () => cut,
+    text: () => parts.join('\n'),
+  };
 }
 
 export function renderDiffMarkdown(diff: DesiredDiff, opts: DiffMarkdownOptions): string {
   const max = opts.maxLength ?? MARKDOWN_MAX_LENGTH;
   const note = (n: number) => `\n> [!NOTE]\n> This comment was cut to stay under GitHub's size limit: ${n} more entr${n === 1 ? 'y is' : 'ies are'} not shown. Run \`dus-sync diff --base ${mdText(opts.base)}\` for the whole difference.\n`;
   // Room for closing tags and the note, whatever is cut.
-  const budget = new Budget(Math.max(0, max - 400));
+  const b = budget(Math.max(0, max - 400));
   const header = [`### dus-sync diff: ${mdCode(opts.base)} → this change`, '', summaryLine(diff.summary), ''];
-  budget.force(header.join('\n'));
-  if (diff.entries.length === 0 && diff.warnings.length === 0) return `${budget.text()}\n`;
-  if (diff.entries.length > 0) budget.add([...summaryTable(diff), ''].join('\n'));
-  budget.add(warningCallout(diff).join('\n'));
+  b.force(header.join('\n'));
+  if (diff.entries.length === 0 && diff.warnings.length === 0) return `${b.text()}\n`;
+  if (diff.entries.length > 0) b.add([...summaryTable(diff), ''].join('\n'));
+  b.add(warningCallout(diff).join('\n'));
 
   let dropped = 0;
   for (const tenant of diffTenants(diff)) {
     const es = diff.entries.filter((e) => e.tenant === tenant);
     if (es.length === 0) continue;
-    if (budget.dropped > 0) { dropped += es.length; continue; }
+    if (b.isCut()) { dropped += es.length; continue; }
     const fws = es.filter((e): e is FirmwareDiff => e.kind === 'firmware');
     const acs = es.filter((e): e is ActionDiff => e.kind === 'action');
     const open = [`#### Tenant ${mdCode(tenant)}`, '', `<details${es.length <= 20 ? ' open' : ''}><summary>${fws.length} firmware, ${acs.length} action difference${acs.length === 1 ? '' : 's'}</summary>`, ''].join('\n');
-    if (!budget.add(open)) { budget.dropped = 1; dropped += es.length; continue; }
+    if (!b.add(open)) { b.cut(); dropped += es.length; continue; }
     let i = 0;
     if (fws.length > 0) {
-      budget.add('| | Firmware | Component | Difference |\n|---|---|---|---|');
-      for (; i < fws.length && budget.add(firmwareRow(fws[i]!)); i++);
-      budget.force('');
+      b.add('| | Firmware | Component | Difference |\n|---|---|---|---|');
+      for (; i < fws.length && b.add(firmwareRow(fws[i]!)); i++);
+      b.force('');
     }
     let j = 0;
-    if (i === fws.length) for (; j < acs.length && budget.add(actionBlock(acs[j]!)); j++);
+    if (i === fws.length) for (; j < acs.length && b.add(actionBlock(acs[j]!)); j++);
     const left = fws.length - i + acs.length - j;
-    if (left > 0) { budget.dropped = 1; dropped += left; }
-    budget.force('</details>\n');
+    if (left > 0) { b.cut(); dropped += left; }
+    b.force('</details>\n');
   }
-  let out = budget.text();
+  let out = b.text();
   if (dropped > 0) out += note(dropped);
   out += '\n<sub>Computed from git alone (no API access): the live state may differ. `dus-sync plan` shows what apply would do.</sub>\n';
   return out;

@@ -1,7 +1,7 @@
 // `diff --format text`: the plan's terminal style (+ added, ~ changed, - removed, ! warning).
 import type { DesiredDiff, DiffEntry } from '../desired-diff.js';
 import { diffTenants } from '../desired-diff.js';
-import { showDependency, showDependencyList, showPhase, showValue, summaryLine } from './desired-diff-format.js';
+import { showDependency, showDependencyList, showManaged, showPhase, showValue, summaryLine } from './desired-diff-format.js';
 
 export type Painter = (style: 'green' | 'yellow' | 'red' | 'bold' | 'dim', text: string) => string;
 
@@ -19,7 +19,7 @@ function entryLines(e: DiffEntry, paint: Painter): string[] {
     const component = e.op === 'change' ? e.component_name : e.spec.component_name ?? null;
     const name = `firmware ${JSON.stringify(e.key)}${component ? ` (${component})` : ''}`;
     switch (e.op) {
-      case 'add': return [paint('green', `  + ${name}`) + ` ${where}`];
+      case 'add': return [paint('green', `  + ${name}`) + ` ${where}`, `      ${showManaged(e.spec)}`];
       case 'remove': return [paint('red', `  - ${name}`) + ` ${where} no longer managed; nothing changes live`];
       case 'change': {
         const out = [paint('yellow', `  ~ ${name}`) + ` ${where}`];
