@@ -1,0 +1,54 @@
+# syntax=docker/dockerfile:1
+# dus-sync as a container: `docker run IMAGE plan` is `dus-sync plan`; the default command is
+# the agent (`watch`) serving /healthz, /readyz and /metrics on port 9090.
+#
+# The base is pinned to a Node 24 LTS minor line on Debian bookworm (slim): patch releases
+# (security fixes) still arrive on rebuild, a new minor does not. For byte-for-byte reproducible
+# builds pin the digest too, e.g. `--build-arg NODE_IMAGE=node:24.11-bookworm-slim@sha256:...`
+# (look it up with `docker buildx imagetools inspect node:24.11-bookworm-slim`; the digest was
+# not available where this file was written) and let Renovate or Dependabot keep it current.
+ARG NODE_IMAGE=node:24.11-bookworm-slim
+
+# ---- build: every dependency, compile, then drop the dev ones -------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# No install scripts run: nothing we depend on needs one (esbuild finds its binary through its
+# optional platform package), and that closes the commonest supply-chain door.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
+COPY scripts ./scripts
+COPY schemas ./schemas
+COPY src ./src
+RUN npm run build \
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+
+# ---- runtime: dist, schemas and production dependencies only --------------------------------
+FROM ${NODE_IMAGE} AS runtime
+# tini as PID 1 forwards SIGTERM/SIGINT to dus-sync and reaps children (`diff` runs git).
+# `watch` handles the signals itself (graceful stop, exit 0); one-off commands such as `apply`
+# would otherwise ignore SIGTERM as PID 1 and be killed after the stop timeout.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json ./package.json
+COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY --from=build /src/schemas ./schemas
+RUN ln -s /app/dist/cli.js /usr/local/bin/dus-sync \
+ && mkdir -p /config /var/lib/dus-sync \
+ && chown node:node /var/lib/dus-sync
+# The image's own `node` user (uid 1000): never root.
+USER node
+# Mount the config repository here (dus-sync.yaml at its top). The intent journal defaults to
+# /config/.dus-sync/; with a read-only mount, pass --journal /var/lib/dus-sync/journal.jsonl and
+# give that folder a volume so that in-doubt appends survive a restart.
+WORKDIR /config
+EXPOSE 9090
+# slim images have no curl: Node's fetch does the probe. It assumes the default --listen port.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["/usr/bin/tini", "-g", "--", "dus-sync"]
+CMD ["watch", "--listen", "0.0.0.0:9090"]
