@@ -22,7 +22,11 @@ export interface ExecutorDeps {
   failFast?: boolean;
   /** When aborted, no new change starts; the running ones finish. */
   signal?: AbortSignal;
-  /** Read each action before its first append to make sure the plan's index is still the next one. */
+  /**
+   * Read each action before its first append to make sure the plan's index is still the next
+   * one (default true): an append to an action that moved would land at the wrong index, and
+   * appends cannot be undone. One GET per action, not per phase.
+   */
   checkIndex?: boolean;
   /**
    * Before a phase whose answer was lost is sent again, the action is read a second time this
@@ -147,7 +151,7 @@ function verdictFailure(v: 'conflict' | 'short', c: PhaseChange, action: Action 
 async function applyPhase(c: PhaseChange, deps: ExecutorDeps, state: ChainState): Promise<Outcome> {
   const tc = deps.client.tenant(c.tenant);
   const digest = phaseDigest(c.after);
-  const mustCheck = (state.first && deps.checkIndex === true) || (state.knownLength !== undefined && state.knownLength !== c.index);
+  const mustCheck = (state.first && deps.checkIndex !== false) || (state.knownLength !== undefined && state.knownLength !== c.index);
   state.first = false;
   if (mustCheck) {
     const action = await readBack(tc, c.action_id, deps);

@@ -185,7 +185,7 @@ describe('executePlan', () => {
   it('retries the read-back, and leaves the intent pending when the action cannot be read at all', async () => {
     const api = fakeWith({ appendFault: faultsFor(['drop-after-commit']), readFault: () => 'error' });
     api.addAction('acme', 42);
-    const d = deps(api);
+    const d = deps(api, { checkIndex: false });
     const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
     expect(report.failed).toBe(1);
     expect(report.results[0]!.message).toContain('the next apply settles it from the journal');
@@ -196,7 +196,7 @@ describe('executePlan', () => {
   it('resolves a flaky read-back once it answers', async () => {
     const api = fakeWith({ appendFault: faultsFor(['drop-after-commit']), readFault: (n) => (n < 2 ? 'error' : 'ok') });
     api.addAction('acme', 42);
-    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), deps(api));
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), deps(api, { checkIndex: false }));
     expect(report.applied).toBe(1);
     expect(api.appendsReceived).toHaveLength(1);
   });
@@ -212,18 +212,27 @@ describe('executePlan', () => {
     expect(api.phases('acme', 42)).toHaveLength(1);
   });
 
-  it('with checkIndex, refuses to append when the live action no longer ends where the plan thought', async () => {
+  it('sends nothing when the action cannot be read before its first append', async () => {
+    const api = fakeWith({ readFault: () => 'error' });
+    api.addAction('acme', 42);
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a')), phaseChange('acme', 42, 1, phase('b'))]), deps(api));
+    expect(report.results.map((r) => r.status)).toEqual(['failed', 'skipped']);
+    expect(api.appendsReceived).toEqual([]);
+    expect(await journal.pending()).toEqual([]);
+  });
+
+  it('refuses to append when the live action no longer ends where the plan thought', async () => {
     const api = fakeWith({});
     api.addAction('acme', 42, [phase('canary'), phase('extra')]);
-    const report = await executePlan(planOf([phaseChange('acme', 42, 1, phase('wave-1'))]), deps(api, { checkIndex: true }));
+    const report = await executePlan(planOf([phaseChange('acme', 42, 1, phase('wave-1'))]), deps(api));
     expect(report.failed).toBe(1);
     expect(api.appendsReceived).toEqual([]);
   });
 
-  it('with checkIndex, counts a phase that is already there as applied without sending it', async () => {
+  it('counts a phase that is already there as applied without sending it', async () => {
     const api = fakeWith({});
     api.addAction('acme', 42, [phase('canary'), phase('wave-1')]);
-    const report = await executePlan(planOf([phaseChange('acme', 42, 1, phase('wave-1'))]), deps(api, { checkIndex: true }));
+    const report = await executePlan(planOf([phaseChange('acme', 42, 1, phase('wave-1'))]), deps(api));
     expect(report.applied).toBe(1);
     expect(api.appendsReceived).toEqual([]);
   });
