@@ -58,6 +58,10 @@ export async function repoRoot(dir: string): Promise<string> {
     return (await git(['rev-parse', '--show-toplevel'], dir)).trim();
   } catch (err) {
     if (err instanceof UserError) throw err;
+    // Containers often run as another user than the checkout's owner; git then refuses.
+    if (/dubious ownership/.test(firstLine(err))) {
+      throw new UserError(`git refuses to read the repository at ${dir} because another user owns it; run: git config --global --add safe.directory '*' (or the folder).`);
+    }
     throw new UserError(`diff --base needs a git repository, and ${dir} is not inside one (git said: ${firstLine(err)}).`);
   }
 }
