@@ -153,6 +153,18 @@ describe('diff --base', () => {
     expect(o.stderr).toMatch(/is not a git ref/);
   });
 
+  it('exits 1 with one sentence outside a git repository', () => {
+    const plain = mkdtempSync(join(tmpdir(), 'dus-sync-nogit-'));
+    try {
+      writeFileSync(join(plain, 'dus-sync.yaml'), CONFIG);
+      const r = spawnSync(process.execPath, [cli.cli, 'diff', '--base', 'HEAD'], { cwd: plain, env: { ...env(), GIT_CEILING_DIRECTORIES: tmpdir() }, encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/^error: diff --base needs a git repository, and .* is not inside one/);
+    } finally {
+      rmSync(plain, { recursive: true, force: true });
+    }
+  });
+
   it('uses the resources globs of the config at the base ref', () => {
     write('dus-sync.yaml', CONFIG.replace('resources: ["tenants/**/*.yaml"]', 'resources: ["tenants/**/actions.yaml"]'));
     git('commit', '-q', '-am', 'narrow resources');
