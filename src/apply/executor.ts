@@ -108,7 +108,12 @@ function finish(run: Run, r: ChangeResult): void {
   const line = `${describe(r.change)}: ${r.status}${r.message !== undefined ? ` (${r.message})` : ''}`;
   if (r.status === 'failed') run.deps.log.warn(line);
   else run.deps.log.debug(line);
-  run.deps.onResult?.(r, run.done, run.total);
+  try {
+    run.deps.onResult?.(r, run.done, run.total);
+  } catch (err) {
+    // Progress output failing (a closed stderr) must not abandon writes that are under way.
+    run.deps.log.debug(`progress callback failed: ${sentence(err)}`);
+  }
 }
 
 interface ChainState {

@@ -117,6 +117,13 @@ describe('executePlan', () => {
     expect(api.puts).toEqual(['acme/1.0.0']);
   });
 
+  it('finishes every change even when the progress callback throws', async () => {
+    const api = fakeWith({});
+    const plan = planOf([firmware('acme', '1.0.0'), firmware('acme', '1.0.1')]);
+    const report = await executePlan(plan, deps(api, { onResult: () => { throw new Error('EPIPE'); } }));
+    expect(report.applied).toBe(2);
+  });
+
   it('counts a dropped answer as applied when the read-back shows the phase, without sending again', async () => {
     const api = fakeWith({ appendFault: faultsFor(['drop-after-commit', '5xx-after-commit']) });
     api.addAction('acme', 42);
