@@ -8,12 +8,11 @@ import { glob } from 'tinyglobby';
 import type { Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
-import type {
-  DesiredAction, DesiredFirmware, DesiredObject, DesiredState, FirmwareSpec, JsonObject, PhaseSpec, ResolvedConfig, SourceLocation,
-} from '../model/index.js';
-import { hint } from './did-you-mean.js';
+import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ResolvedConfig, SourceLocation } from '../model/index.js';
+import { buildObject, isPlainObject, semanticChecks, yamlPosition, type Identity } from './documents.js';
+import { fastParseFile } from './fast-path.js';
 import { scanNodes, schemaIssues, validator } from './schema-check.js';
-import { issueAt, locate, MAX_ALIAS_COUNT, MAX_FILE_BYTES, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
+import { issueAt, MAX_ALIAS_COUNT, MAX_FILE_BYTES, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 
 export { MAX_FILE_BYTES } from './yaml-source.js';
 
@@ -30,13 +29,7 @@ export interface ParsedDocument {
   /** Where the document starts. */
   readonly source: SourceLocation;
   /** Present when kind, tenant and identity could be read (even if other fields are invalid): for the duplicate check. */
-  readonly identity?: {
-    readonly kind: 'firmware' | 'action';
-    readonly tenant: string;
-    readonly key: string;
-    readonly location: SourceLocation;
-    readonly pointer: string;
-  };
+  readonly identity?: Identity;
   /** Present only when the document is entirely valid. */
   readonly object?: DesiredObject;
 }
@@ -117,6 +110,17 @@ export async function listResourceFiles(config: ResolvedConfig): Promise<string[
 export function parseFile(file: SourceFile, config: ResolvedConfig): ParsedFile {
   const shown = displayPath(config, file.path);
   try {
+    return fastParseFile(file, shown, config) ?? parseFileWithYaml(file, shown, config);
+  } catch (err) {
+    // A bug in a check must not hide the other files' results.
+    const message = `this file could not be checked (${err instanceof Error ? err.message : String(err)}); please report it`;
+    return { path: file.path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] };
+  }
+}
+
+/** The reference path: every node keeps its position, so every issue gets an exact place. */
+export function parseFileWithYaml(file: SourceFile, shown: string, config: ResolvedConfig): ParsedFile {
+  {
     const src = parseYamlSource(shown, file.text);
     const documents: ParsedDocument[] = [];
     const issues: ConfigIssue[] = [...src.issues];
@@ -126,10 +130,6 @@ export function parseFile(file: SourceFile, config: ResolvedConfig): ParsedFile 
       issues.push(...r.issues);
     });
     return { path: file.path, file: shown, documents, issues: sortIssues(issues) };
-  } catch (err) {
-    // A bug in a check must not hide the other files' results.
-    const message = `this file could not be checked (${err instanceof Error ? err.message : String(err)}); please report it`;
-    return { path: file.path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] };
   }
 }
 
@@ -159,107 +159,12 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   const issues = [...scanned];
   if (!refused && validate.errors) issues.push(...schemaIssues(src, doc, validate.errors, new Set(scanned.map((i) => i.pointer))));
 
-  const sem = semanticChecks(src, doc, value, config);
+  const sem = semanticChecks(value, config, yamlPosition(src, doc));
   const reported = issues.map((i) => i.pointer);
   issues.push(...sem.issues.filter((i) => !reported.some((p) => i.pointer === p || i.pointer.startsWith(p + '/'))));
   const identity = refused ? undefined : sem.identity;
   const object = valid && sem.issues.length === 0 && identity ? buildObject(value, identity.tenant, source) : undefined;
   return { document: { index, source, identity, object }, issues };
-}
-
-function isPlainObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-// ---------------------------------------------------------------- semantic checks
-
-interface Semantic {
-  readonly issues: ConfigIssue[];
-  readonly identity?: ParsedDocument['identity'];
-}
-
-/** The checks of SPEC section 1 that a schema cannot express. Defensive: the document may be schema-invalid. */
-function semanticChecks(src: YamlSource, doc: Document.Parsed, value: JsonObject, config: ResolvedConfig): Semantic {
-  const issues: ConfigIssue[] = [];
-  const at = (path: string[], pointer: string, message: string, key = false) => {
-    const l = locate(doc, path);
-    const node = key ? (l.key ?? l.nearest) : (l.value ?? l.key ?? l.nearest);
-    issues.push(issueAt(src.file, src.lineCounter, offsetOf(node), pointer, message));
-  };
-
-  const metadata = isPlainObject(value.metadata) ? value.metadata : undefined;
-  const declared = typeof metadata?.tenant === 'string' ? metadata.tenant : undefined;
-  const tenant = declared ?? config.defaultTenant;
-  const known = Object.keys(config.tenants);
-  if (tenant === undefined) {
-    at(metadata ? ['metadata'] : [], '/metadata/tenant', 'no tenant: set metadata.tenant, or default_tenant in dus-sync.yaml (or the DUS_TENANT environment variable)', true);
-  } else if (declared !== undefined && known.length > 0 && !known.includes(declared)) {
-    at(['metadata', 'tenant'], '/metadata/tenant', `unknown tenant "${declared}": dus-sync.yaml lists ${known.map((k) => `"${k}"`).join(', ')}${hint(declared, known)}`);
-  }
-
-  const spec = isPlainObject(value.spec) ? value.spec : undefined;
-  if (value.kind === 'Firmware' && spec && Array.isArray(spec.dependencies)) {
-    const first = new Map<string, number>();
-    spec.dependencies.forEach((d: unknown, i) => {
-      const name = isPlainObject(d) && typeof d.component_name === 'string' ? d.component_name : undefined;
-      if (name === undefined) return;
-      const prev = first.get(name);
-      if (prev === undefined) first.set(name, i);
-      else {
-        const l = locate(doc, ['spec', 'dependencies', String(prev), 'component_name']);
-        const line = src.lineCounter.linePos(offsetOf(l.nearest)).line;
-        at(['spec', 'dependencies', String(i), 'component_name'], `/spec/dependencies/${i}/component_name`,
-          `the dependency on "${name}" is listed twice (first at line ${line}); keep one entry per component`);
-      }
-    });
-  }
-
-  let identity: Semantic['identity'];
-  if (tenant !== undefined && spec) {
-    const kind = value.kind === 'Firmware' ? 'firmware' : value.kind === 'Action' ? 'action' : undefined;
-    const field = kind === 'firmware' ? 'version_number' : 'id';
-    const raw = spec[field];
-    const key = kind === 'firmware' && typeof raw === 'string' && raw !== '' ? raw
-      : kind === 'action' && typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0 ? String(raw) : undefined;
-    if (kind && key !== undefined) {
-      const l = locate(doc, ['spec', field]);
-      const loc = issueAt(src.file, src.lineCounter, offsetOf(l.value ?? l.nearest), '', '');
-      identity = { kind, tenant, key, location: { file: loc.file, line: loc.line, column: loc.column }, pointer: `/spec/${field}` };
-    }
-  }
-  return { issues, identity };
-}
-
-// ---------------------------------------------------------------- building objects
-
-function stringRecord(v: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (isPlainObject(v)) for (const [k, s] of Object.entries(v)) if (typeof s === 'string') out[k] = s;
-  return out;
-}
-
-/** A fresh object with the schema's fields only: nothing from the YAML is passed through blindly. */
-function buildObject(value: JsonObject, tenant: string, source: SourceLocation): DesiredObject {
-  const labels = stringRecord(isPlainObject(value.metadata) ? value.metadata.labels : undefined);
-  const spec = value.spec as JsonObject;
-  if (value.kind === 'Firmware') {
-    const s = spec as unknown as FirmwareSpec;
-    const out: FirmwareSpec = { version_number: s.version_number };
-    if (s.component_name !== undefined) out.component_name = s.component_name;
-    if (s.bundle_version !== undefined) out.bundle_version = s.bundle_version;
-    if (s.is_deactivated !== undefined) out.is_deactivated = s.is_deactivated;
-    if (s.uncompressed_size !== undefined) out.uncompressed_size = s.uncompressed_size;
-    if (s.dependencies !== undefined) out.dependencies = s.dependencies.map((d) => ({ component_name: d.component_name, min_version: d.min_version }));
-    const f: DesiredFirmware = { kind: 'firmware', tenant, labels, source, spec: out };
-    return f;
-  }
-  const phases = (spec.phases as JsonObject[]).map((p): PhaseSpec => ({
-    name: p.name as string,
-    trigger_on: (p.trigger_on as JsonObject | undefined) ?? {},
-    info: (p.info as JsonObject | undefined) ?? {},
-  }));
-  const a: DesiredAction = { kind: 'action', tenant, labels, source, id: spec.id as number, phases };
-  return a;
 }
 
 // ---------------------------------------------------------------- assembling

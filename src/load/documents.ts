@@ -1,0 +1,122 @@
+// The per-document checks and the building of desired objects, shared by the yaml path
+// (positions from nodes) and the fast path (positions found in the text).
+import type { Document } from 'yaml';
+import type { ConfigIssue } from '../errors.js';
+import type { DesiredAction, DesiredFirmware, DesiredObject, FirmwareSpec, JsonObject, PhaseSpec, ResolvedConfig, SourceLocation } from '../model/index.js';
+import { hint } from './did-you-mean.js';
+import { issueAt, locate, offsetOf, type YamlSource } from './yaml-source.js';
+
+/** What identifies a document (kind, tenant, key) and where the key was written. */
+export interface Identity {
+  readonly kind: 'firmware' | 'action';
+  readonly tenant: string;
+  readonly key: string;
+  readonly location: SourceLocation;
+  readonly pointer: string;
+}
+
+export function isPlainObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+// ---------------------------------------------------------------- semantic checks
+
+interface Semantic {
+  readonly issues: ConfigIssue[];
+  readonly identity?: Identity;
+}
+
+/** Where a path of the document was written: its value, or its key when `key` is set. */
+export type Position = (path: readonly string[], key: boolean) => SourceLocation;
+
+export function yamlPosition(src: YamlSource, doc: Document.Parsed): Position {
+  return (path, key) => {
+    const l = locate(doc, path);
+    const node = key ? (l.key ?? l.nearest) : (l.value ?? l.key ?? l.nearest);
+    const { file, line, column } = issueAt(src.file, src.lineCounter, offsetOf(node), '', '');
+    return { file, line, column };
+  };
+}
+
+/**
+ * The checks of SPEC section 1 that a schema cannot express. Defensive: the document may be
+ * schema-invalid. Exported for the fast path, which gives up on any issue.
+ */
+export function semanticChecks(value: JsonObject, config: ResolvedConfig, position: Position): Semantic {
+  const issues: ConfigIssue[] = [];
+  const at = (path: string[], pointer: string, message: string, key = false) => {
+    issues.push({ ...position(path, key), pointer, message });
+  };
+
+  const metadata = isPlainObject(value.metadata) ? value.metadata : undefined;
+  const declared = typeof metadata?.tenant === 'string' ? metadata.tenant : undefined;
+  const tenant = declared ?? config.defaultTenant;
+  const known = Object.keys(config.tenants);
+  if (tenant === undefined) {
+    at(metadata ? ['metadata'] : [], '/metadata/tenant', 'no tenant: set metadata.tenant, or default_tenant in dus-sync.yaml (or the DUS_TENANT environment variable)', true);
+  } else if (declared !== undefined && known.length > 0 && !known.includes(declared)) {
+    at(['metadata', 'tenant'], '/metadata/tenant', `unknown tenant "${declared}": dus-sync.yaml lists ${known.map((k) => `"${k}"`).join(', ')}${hint(declared, known)}`);
+  }
+
+  const spec = isPlainObject(value.spec) ? value.spec : undefined;
+  if (value.kind === 'Firmware' && spec && Array.isArray(spec.dependencies)) {
+    const first = new Map<string, number>();
+    spec.dependencies.forEach((d: unknown, i) => {
+      const name = isPlainObject(d) && typeof d.component_name === 'string' ? d.component_name : undefined;
+      if (name === undefined) return;
+      const prev = first.get(name);
+      if (prev === undefined) first.set(name, i);
+      else {
+        const line = position(['spec', 'dependencies', String(prev), 'component_name'], false).line;
+        at(['spec', 'dependencies', String(i), 'component_name'], `/spec/dependencies/${i}/component_name`,
+          `the dependency on "${name}" is listed twice (first at line ${line}); keep one entry per component`);
+      }
+    });
+  }
+
+  let identity: Identity | undefined;
+  if (tenant !== undefined && spec) {
+    const kind = value.kind === 'Firmware' ? 'firmware' : value.kind === 'Action' ? 'action' : undefined;
+    const field = kind === 'firmware' ? 'version_number' : 'id';
+    const raw = spec[field];
+    const key = kind === 'firmware' && typeof raw === 'string' && raw !== '' ? raw
+      : kind === 'action' && typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0 ? String(raw) : undefined;
+    if (kind && key !== undefined) {
+      identity = { kind, tenant, key, location: position(['spec', field], false), pointer: `/spec/${field}` };
+    }
+  }
+  return { issues, identity };
+}
+
+// ---------------------------------------------------------------- building objects
+
+function stringRecord(v: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (isPlainObject(v)) for (const [k, s] of Object.entries(v)) if (typeof s === 'string') out[k] = s;
+  return out;
+}
+
+/** A fresh object with the schema's fields only: nothing from the YAML is passed through blindly. */
+export function buildObject(value: JsonObject, tenant: string, source: SourceLocation): DesiredObject {
+  const labels = stringRecord(isPlainObject(value.metadata) ? value.metadata.labels : undefined);
+  const spec = value.spec as JsonObject;
+  if (value.kind === 'Firmware') {
+    const s = spec as unknown as FirmwareSpec;
+    const out: FirmwareSpec = { version_number: s.version_number };
+    if (s.component_name !== undefined) out.component_name = s.component_name;
+    if (s.bundle_version !== undefined) out.bundle_version = s.bundle_version;
+    if (s.is_deactivated !== undefined) out.is_deactivated = s.is_deactivated;
+    if (s.uncompressed_size !== undefined) out.uncompressed_size = s.uncompressed_size;
+    if (s.dependencies !== undefined) out.dependencies = s.dependencies.map((d) => ({ component_name: d.component_name, min_version: d.min_version }));
+    const f: DesiredFirmware = { kind: 'firmware', tenant, labels, source, spec: out };
+    return f;
+  }
+  const phases = (spec.phases as JsonObject[]).map((p): PhaseSpec => ({
+    name: p.name as string,
+    trigger_on: (p.trigger_on as JsonObject | undefined) ?? {},
+    info: (p.info as JsonObject | undefined) ?? {},
+  }));
+  const a: DesiredAction = { kind: 'action', tenant, labels, source, id: spec.id as number, phases };
+  return a;
+}
+

@@ -1,0 +1,150 @@
+// The fast path for clean files. `yaml` keeps every node's position but parses about 1 MB/s;
+// js-yaml is some ten times faster and gives the same values under its core schema. Most files
+// are valid, and a valid file needs only two positions per document (its start and its
+// identity), which a line scan finds. So: parse with js-yaml, run the same checks on the values,
+// and return a result only when the file is entirely clean and unambiguous; on anything else
+// (an issue, an anchor, a tag, an unusual layout) return undefined and let the yaml path
+// produce the exact issues. The result is then equal to the yaml path's (tested).
+import { createRequire } from 'node:module';
+import type { ResolvedConfig, SourceLocation } from '../model/index.js';
+import { buildObject, isPlainObject, semanticChecks, type Identity, type Position } from './documents.js';
+import type { ParsedDocument, ParsedFile, SourceFile } from './index.js';
+import { FORBIDDEN_KEYS, validator } from './schema-check.js';
+import { MAX_FILE_BYTES } from './yaml-source.js';
+
+interface JsYaml {
+  loadAll(text: string, iterator: null, options: { schema: unknown; json?: boolean }): unknown[];
+  CORE_SCHEMA: unknown;
+}
+
+let jsYaml: JsYaml | null | undefined;
+
+/** js-yaml when it is installed; without it everything takes the yaml path, only slower. */
+function loadJsYaml(): JsYaml | null {
+  if (jsYaml === undefined) {
+    try {
+      jsYaml = createRequire(import.meta.url)('js-yaml') as JsYaml;
+    } catch {
+      jsYaml = null;
+    }
+  }
+  return jsYaml;
+}
+
+/** Anchors, aliases, tags, directives and merge keys: left to the yaml path and its guards. */
+const SPECIAL = /(^|[\s[{,:-])[&*!][^\s]|^%|<</m;
+const SEPARATOR = /^---[ \t]*(#.*)?$/;
+
+interface Region {
+  /** 0-based line index of the first content line. */
+  readonly first: number;
+  readonly lines: readonly string[];
+  /** 0-based index of lines[0] in the file. */
+  readonly offset: number;
+}
+
+export function fastParseFile(file: SourceFile, shown: string, config: ResolvedConfig): ParsedFile | undefined {
+  const yaml = loadJsYaml();
+  if (!yaml) return undefined;
+  const raw = file.text;
+  if (raw.length > MAX_FILE_BYTES || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
+  const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
+  if (SPECIAL.test(text)) return undefined;
+  const regions = contentRegions(text);
+  if (!regions) return undefined;
+  let values: unknown[];
+  try {
+    values = yaml.loadAll(text, null, { schema: yaml.CORE_SCHEMA }).filter((v) => v !== null && v !== undefined);
+  } catch {
+    return undefined;
+  }
+  if (values.length !== regions.length) return undefined;
+
+  const documents: ParsedDocument[] = [];
+  for (let index = 0; index < values.length; index++) {
+    const d = fastDocument(values[index], regions[index]!, index, shown, config);
+    if (!d) return undefined;
+    documents.push(d);
+  }
+  return { path: file.path, file: shown, documents, issues: [] };
+}
+
+/** The documents' line ranges, or undefined when the layout is anything but plain `---` lines. */
+function contentRegions(text: string): Region[] | undefined {
+  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  const regions: Region[] = [];
+  let start = 0;
+  const close = (end: number): boolean => {
+    const chunk = lines.slice(start, end);
+    const first = chunk.findIndex((l) => !isBlankOrComment(l));
+    if (first >= 0) {
+      // Content must start at column 1, as yaml's documents do in every file we accept here.
+      if (/^\s/.test(chunk[first]!)) return false;
+      regions.push({ first: start + first, lines: chunk, offset: start });
+    }
+    return true;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (SEPARATOR.test(line)) {
+      if (!close(i)) return undefined;
+      start = i + 1;
+    } else if (line.startsWith('---') || line.startsWith('...')) {
+      return undefined;
+    }
+  }
+  return close(lines.length) ? regions : undefined;
+}
+
+function isBlankOrComment(line: string): boolean {
+  const t = line.trimStart();
+  return t === '' || t.startsWith('#');
+}
+
+function fastDocument(value: unknown, region: Region, index: number, file: string, config: ResolvedConfig): ParsedDocument | undefined {
+  if (!isPlainObject(value) || !('apiVersion' in value) || !plainValues(value)) return undefined;
+  const validate = validator('resource');
+  if (!validate(value)) return undefined;
+  const source: SourceLocation = { file, line: region.first + 1, column: 1 };
+  let identityFound = true;
+  const position: Position = (path) => {
+    const found = path.length === 2 && path[0] === 'spec' ? identityLocation(region, path[1]!, file) : undefined;
+    if (!found) identityFound = false;
+    return found ?? source;
+  };
+  const sem = semanticChecks(value, config, position);
+  if (sem.issues.length > 0 || !sem.identity || !identityFound) return undefined;
+  const identity: Identity = sem.identity;
+  return { index, source, identity, object: buildObject(value, identity.tenant, source) };
+}
+
+/** No prototype keys and no integer beyond 2^53-1 anywhere (the yaml path words those issues). */
+function plainValues(v: unknown): boolean {
+  if (Array.isArray(v)) return v.every(plainValues);
+  if (isPlainObject(v)) return Object.keys(v).every((k) => !FORBIDDEN_KEYS.has(k) && plainValues(v[k]));
+  if (typeof v === 'number') return !Number.isInteger(v) || Number.isSafeInteger(v);
+  return true;
+}
+
+/**
+ * `  version_number: "2.4.1"` as a direct child of a block `spec:` → the value's line and
+ * column. Anything else (a flow mapping, a comment in the way...) → undefined.
+ */
+function identityLocation(region: Region, field: string, file: string): SourceLocation | undefined {
+  const lines = region.lines;
+  const spec = lines.findIndex((l) => /^spec:[ \t]*(#.*)?$/.test(l));
+  if (spec < 0) return undefined;
+  let indent: string | undefined;
+  const re = new RegExp(`^(\\s+)(${field}[ \\t]*:[ \\t]*)(?=[^\\s#])`);
+  for (let i = spec + 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (isBlankOrComment(line)) continue;
+    if (!/^\s/.test(line)) break;
+    const lead = /^\s*/.exec(line)![0];
+    indent ??= lead;
+    if (lead !== indent) continue;
+    const m = re.exec(line);
+    if (m) return { file, line: region.offset + i + 1, column: m[1]!.length + m[2]!.length + 1 };
+  }
+  return undefined;
+}
