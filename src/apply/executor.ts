@@ -88,8 +88,7 @@ async function runChain(chain: Chain, run: Run): Promise<void> {
     const outcome: Outcome = stop !== undefined
       ? { status: 'skipped', message: stop }
       : await applyChange(change, run.deps, state).catch((err: unknown) => ({ status: 'failed' as const, message: sentence(err) }));
-    if (outcome.status === 'failed' && broken === undefined) broken = change;
-    if (outcome.status === 'skipped' && broken === undefined) broken = change;
+    if (outcome.status !== 'applied' && broken === undefined) broken = change;
     finish(run, { change, status: outcome.status, ...(outcome.message !== undefined ? { message: outcome.message } : {}), durationMs: Math.max(0, run.deps.clock.now() - started) });
   }
 }
