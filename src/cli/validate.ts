@@ -18,6 +18,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions,
     const result = assemble(parsed, config, { tenants: globals.tenant, selector: parseSelector(globals.selector) });
     issues = result.issues;
     files = parsed.length;
+    if (files === 0) process.stderr.write(`warning: no desired-state files were found in ${config.dir}${config.resources ? ` matching ${config.resources.join(', ')}` : ''}\n`);
     documents = parsed.reduce((n, f) => n + f.documents.length, 0);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

@@ -3,6 +3,8 @@ import { access, readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import type { Config, ResolvedConfig } from '../model/index.js';
+import { hint } from './did-you-mean.js';
+import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, MAX_FILE_BYTES, offsetOf, parseYamlSource } from './yaml-source.js';
 
@@ -47,6 +49,11 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   const baseUrl = envValue(opts.env, 'DUS_BASE_URL') ?? raw?.base_url;
   if (baseUrl !== undefined && !/^https?:\/\//i.test(baseUrl)) {
     throw new UserError(`DUS_BASE_URL must start with http:// or https://, not "${baseUrl}"`);
+  }
+  const envTenant = envValue(opts.env, 'DUS_TENANT');
+  const listed = Object.keys(raw?.tenants ?? {});
+  if (envTenant !== undefined && listed.length > 0 && !listed.includes(envTenant)) {
+    throw new UserError(`DUS_TENANT is "${envTenant}", which is not one of the tenants in ${file ? shownPath(file, opts.cwd) : 'the config'} (${listed.join(', ')})`);
   }
   const tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string }> = {};
   for (const [name, t] of Object.entries(raw?.tenants ?? {})) {
@@ -122,8 +129,17 @@ async function readConfigFile(file: string, cwd: string): Promise<Config> {
   const validate = validator('config');
   const ok = validate(value);
   const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, validate.errors ?? [], new Set(scanned.map((i) => i.pointer))))];
+  if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)));
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return value as Config;
+}
+
+/** default_tenant must be one of the listed tenants, when tenants are listed. */
+function defaultTenantIssues(config: Config, position: Position): ConfigIssue[] {
+  const known = Object.keys(config.tenants ?? {});
+  const t = config.default_tenant;
+  if (t === undefined || known.length === 0 || known.includes(t)) return [];
+  return [{ ...position(['default_tenant'], false), pointer: '/default_tenant', message: `default_tenant "${t}" is not one of the tenants listed below it (${known.map((k) => `"${k}"`).join(', ')})${hint(t, known)}` }];
 }
 
 function one(file: string, message: string): ConfigError {

@@ -141,3 +141,17 @@ describe('readApiKeys', () => {
     expect(err.message).not.toContain('secret-acme-value');
   });
 });
+
+describe('default tenant', () => {
+  it('default_tenant must be a listed tenant', async () => {
+    const dir = folder('default-unknown', { 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acmee\ntenants:\n  acme: {}\n' });
+    const err = await resolveConfig({ cwd: dir, env: {} }).catch((e: unknown) => e);
+    expect((err as ConfigError).issues.map((i) => `${i.line}:${i.column}: ${i.message}`)).toEqual([
+      '3:17: default_tenant "acmee" is not one of the tenants listed below it ("acme"); did you mean "acme"?',
+    ]);
+  });
+  it('DUS_TENANT must be a listed tenant', async () => {
+    const dir = folder('env-unknown', { 'dus-sync.yaml': CONFIG });
+    await expect(resolveConfig({ cwd: dir, env: { DUS_TENANT: 'initech' } })).rejects.toThrow('DUS_TENANT is "initech", which is not one of the tenants in dus-sync.yaml (acme, globex)');
+  });
+});
