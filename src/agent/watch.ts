@@ -2,6 +2,7 @@
 // interval (drift healing), capped exponential backoff after API failures. Single flight: a
 // trigger that arrives during a pass is coalesced into exactly one more pass. The loop never
 // exits on its own; only stop() ends it.
+import { realpath } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../model/index.js';
@@ -80,6 +81,8 @@ export class Watcher {
   private nextTimer: unknown;
   private debounceTimer: unknown;
   private debounceFiles = new Set<string>();
+  /** Where each root pointed when it was watched (git-sync swaps a symlink to a new worktree). */
+  private realRoots = new Map<string, string | undefined>();
   private debounceSince: number | undefined;
   private idleWaiters: (() => void)[] = [];
   private passes = 0;
@@ -138,6 +141,7 @@ export class Watcher {
     if (!this.fsw) return;
     if (removed.length > 0) this.fsw.unwatch(removed);
     if (added.length > 0) this.fsw.add(added);
+    void realPaths(roots).then((m) => { this.realRoots = m; });
     this.opts.log.debug('watching new paths', { paths: roots });
   }
 
@@ -197,6 +201,23 @@ export class Watcher {
     fsw.on('all', (event, path) => this.onFsEvent(event, path));
     fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
     await new Promise<void>((ready) => fsw.once('ready', () => ready()));
+    this.realRoots = await realPaths(this.roots);
+  }
+
+  /**
+   * A root reached through a symlink that now points elsewhere (git-sync's atomic worktree
+   * swap) is watched again: chokidar keeps watching the old, deleted worktree otherwise.
+   */
+  private async followSymlinks(): Promise<void> {
+    const fsw = this.fsw;
+    if (!fsw) return;
+    const now = await realPaths(this.roots);
+    const moved = this.roots.filter((r) => now.get(r) !== this.realRoots.get(r));
+    if (moved.length === 0 || this.fsw !== fsw) return;
+    this.realRoots = now;
+    this.opts.log.debug('a watched path now leads elsewhere; watching it again', { paths: moved });
+    fsw.unwatch(moved);
+    fsw.add(moved);
   }
 
   private onFsEvent(event: string, path: string): void {
@@ -241,6 +262,7 @@ export class Watcher {
     const files = [...this.debounceFiles].sort();
     this.clearDebounce();
     if (files.length > 0) this.trigger('file-change', files);
+    void this.followSymlinks().catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
   }
 
   private clearDebounce(reset = true): void {
@@ -383,6 +405,12 @@ function sum(m: ReadonlyMap<string, number>): number {
   let n = 0;
   for (const v of m.values()) n += v;
   return n;
+}
+
+async function realPaths(paths: readonly string[]): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  for (const p of paths) out.set(p, await realpath(p).catch(() => undefined));
+  return out;
 }
 
 function errorMessage(err: unknown): string {

@@ -1,4 +1,4 @@
-import { mkdtemp, mkdir, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -237,6 +237,42 @@ describe('reconfigure', () => {
       await writeFile(join(root, 'b', 'x.yaml'), 'x: 1\n');
       await waitFor(() => pass.triggers.length === 2, 5000, 'the change in the new root');
       expect(pass.triggers[1]).toEqual({ reason: 'file-change', files: [join(root, 'b', 'x.yaml')] });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a config repo behind a symlink (git-sync)', () => {
+  it('follows the atomic swap of the symlink to a new worktree and sees files added there afterwards', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'dus-gitsync-'));
+    const worktree = async (name: string, v: string) => {
+      await mkdir(join(root, name, 'tenants'), { recursive: true });
+      await writeFile(join(root, name, 'dus-sync.yaml'), `v: ${v}\n`);
+      await writeFile(join(root, name, 'tenants', 'a.yaml'), `a: ${v}\n`);
+    };
+    try {
+      await worktree('wt1', '1');
+      await symlink('wt1', join(root, 'repo'));
+      const pass = new FakePass();
+      const w = await startWatch({
+        paths: [join(root, 'repo', 'dus-sync.yaml'), join(root, 'repo', 'tenants')],
+        pass: pass.run, intervalMs: 60_000, debounceMs: 100, log: memoryLogger(),
+      });
+      watchers.push(w);
+      await waitFor(() => pass.triggers.length === 1);
+      await worktree('wt2', '2');
+      await symlink('wt2', join(root, 'repo.tmp'));
+      await rename(join(root, 'repo.tmp'), join(root, 'repo'));
+      // git-sync removes the old worktree right after the swap; that is what chokidar sees.
+      await rm(join(root, 'wt1'), { recursive: true });
+      await waitFor(() => pass.triggers.length === 2, 5000, 'the pass after the swap');
+      await new Promise((r) => setTimeout(r, 400));
+      const before = pass.triggers.length;
+      // A new file: only a watch on the new worktree's folder can see it.
+      await writeFile(join(root, 'wt2', 'tenants', 'b.yaml'), 'b: 1\n');
+      await waitFor(() => pass.triggers.length > before, 3000, 'the new file in the new worktree');
+      expect(pass.triggers.at(-1)).toEqual({ reason: 'file-change', files: [join(root, 'repo', 'tenants', 'b.yaml')] });
     } finally {
       await rm(root, { recursive: true, force: true });
     }
