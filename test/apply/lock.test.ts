@@ -42,6 +42,14 @@ describe('acquireLock', () => {
     await again.release();
   });
 
+  it('lets exactly one of two racing applies in', async () => {
+    const results = await Promise.allSettled([acquireLock(dir), acquireLock(dir), acquireLock(dir)]);
+    const won = results.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).toEqual([expect.any(UserError), expect.any(UserError)]);
+    await (won[0] as PromiseFulfilledResult<{ release(): Promise<void> }>).value.release();
+  });
+
   it('takes over a lock whose process is gone, with a warning', async () => {
     const pid = deadPid();
     await writeFile(join(dir, 'apply.lock'), JSON.stringify({ pid, host: hostname(), started: '2026-01-01T00:00:00.000Z' }), { mode: 0o600 });
