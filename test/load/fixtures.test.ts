@@ -33,6 +33,9 @@ const CASES: Record<string, Expected[]> = {
   'binary': [['firmware.yaml', 1, 1, /not UTF-8 text/]],
   'bom-crlf': [['f.yaml', 13, 3, /^unknown field "is_deactivate" in spec; did you mean "is_deactivated"\?$/]],
   'empty-documents': [],
+  // Reached through two schema branches (the top level and the kind's document): reported once.
+  'wrong-api-version': [['f.yaml', 1, 13, /^apiVersion must be "dus-sync\/v1"$/]],
+  'spec-not-mapping': [['f.yaml', 4, 7, /^spec must be a mapping \(key: value\)$/]],
 };
 
 describe('one fixture per failure mode', () => {
