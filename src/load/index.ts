@@ -224,7 +224,7 @@ export function loadDocuments(files: readonly SourceFile[], config: ResolvedConf
 /** Reads the files, refusing oversize ones before reading them. Unreadable files become issues. */
 export async function readParsedFiles(config: ResolvedConfig, paths?: readonly string[]): Promise<ParsedFile[]> {
   const list = paths ?? await listResourceFiles(config);
-  return Promise.all(list.map(async (path): Promise<ParsedFile> => {
+  return mapLimited(list, 32, async (path): Promise<ParsedFile> => {
     const abs = join(config.dir, path);
     const shown = displayPath(config, path);
     const failed = (message: string): ParsedFile => ({ path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] });
@@ -235,7 +235,21 @@ export async function readParsedFiles(config: ResolvedConfig, paths?: readonly s
     } catch (err) {
       return failed(`the file could not be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`);
     }
-  }));
+  });
+}
+
+/** Like Promise.all over map, with at most `limit` at a time: a big repo must not run out of file descriptors. */
+async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
 }
 
 export async function loadDesiredState(config: ResolvedConfig, filter?: LoadFilter): Promise<LoadResult> {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, UserError } from '../../src/errors.js';
 import { parseInterval, resolveConfig } from '../../src/load/config.js';
-import { listResourceFiles, selectResourcePaths } from '../../src/load/index.js';
+import { listResourceFiles, loadDesiredState, selectResourcePaths } from '../../src/load/index.js';
 import { readApiKeys } from '../../src/load/keys.js';
 import { clearSecretsForTests, redact } from '../../src/redact.js';
 
@@ -106,6 +106,13 @@ describe('finding the files', () => {
     const config = await resolveConfig({ cwd: dir, env: {} });
     expect(await listResourceFiles(config)).toEqual(['tenants/acme/f.yaml']);
     expect(selectResourcePaths(['emulator-seed.yaml', 'tenants/b/x.yaml', 'tenants/.hidden/y.yaml', 'dus-sync.yaml'], config)).toEqual(['tenants/b/x.yaml']);
+  });
+
+  it('refuses a file over 5 MiB before reading it, naming the file', async () => {
+    const dir = folder('huge', { 'big.yaml': '#'.repeat(5 * 1024 * 1024 + 1), 'ok.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: {}\nspec: { id: 1, phases: [] }\n' });
+    const { issues, desired } = await loadDesiredState(await resolveConfig({ cwd: dir, env: { DUS_TENANT: 'acme' } }));
+    expect(issues.map((i) => [i.file.endsWith('/big.yaml'), i.line, i.message.slice(0, 28)])).toEqual([[true, 1, 'the file is 5.0 MiB, larger ']]);
+    expect(desired.actions).toHaveLength(1);
   });
 
   it('says so when the folder does not exist', async () => {
