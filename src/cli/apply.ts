@@ -1,4 +1,157 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('apply is not built yet');
+// `dus-sync apply [PLANFILE]`: plan (or load a saved plan), ask, apply, verify.
+import { createInterface } from 'node:readline/promises';
+import type { ApplyReport, Change, ChangeResult, DesiredState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
+import { UserError } from '../errors.js';
+import {
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, systemClock, tenantsOf,
+  verifyConverged, withApplyLock, type ApplyOptions,
+} from '../agent/reconcile.js';
+import { unconvergedChanges } from '../agent/verify.js';
+import { fetchLive } from '../api/fetch-live.js';
+import type { ApiClient } from '../api/client.js';
+import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
+import { renderText } from '../core/render/text.js';
+import { renderApplyReport } from '../core/render/report.js';
+import { useColor, type GlobalOptions } from './context.js';
+import { setup } from './common.js';
+
+interface ApplyFlags {
+  autoApprove?: boolean;
+  concurrency: number;
+  maxChanges?: number;
+  maxDeactivations?: number;
+  allowLarge?: boolean;
+  failFast?: boolean;
+  journal?: string;
+}
+
+export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions, args: string[]): Promise<number> {
+  const opts = rawOpts as unknown as ApplyFlags;
+  if (opts.concurrency < 1) throw new UserError('--concurrency must be at least 1');
+  const { config, filter, log } = await setup(globals);
+  if (config.suspend) {
+    throw new UserError('writes are suspended by "suspend: true" in the config; nothing was written');
+  }
+  const planFile = args[0];
+  const color = useColor(globals);
+  if (planFile) return applySavedPlan(planFile, config, opts, globals, log, color);
+
+  const desired = await loadOrThrow(config, filter);
+  const client = await connect(config, tenantsOf(desired), {
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
+  });
+  try {
+    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log }, client, async (journal) => {
+      const { plan } = await fetchAndPlan(client, desired, opts.concurrency);
+      process.stdout.write(renderText(plan, { color }));
+      enforceSafety(plan, config, opts);
+      const problems = plan.conflicts.length + plan.errors.length;
+      if (plan.changes.length === 0) return problems > 0 ? 1 : 0;
+      if (problems > 0) log.warn(`${problems} object(s) with conflicts or errors are left out; the other changes are applied`);
+      await approve(plan, opts.autoApprove === true);
+      const report = await execute(plan, client, journal, applyOptions(config, opts, log));
+      const unconverged = report.failed === 0 ? await verifyConverged(client, desired, opts.concurrency) : [];
+      return finish({ ...report, unconverged }, problems, color, log);
+    });
+  } finally {
+    await client.close();
+  }
+}
+
+async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, globals: GlobalOptions,
+  log: Logger, color: boolean): Promise<number> {
+  const saved = await readSavedPlan(path);
+  const desired = desiredFromFingerprints(saved);
+  const client: ApiClient = await connect(config, tenantsOf(desired), {
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
+  });
+  try {
+    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log }, client, async (journal) => {
+      const live = await fetchLive(client, desired, { concurrency: opts.concurrency });
+      const stale = staleObjects(saved, live);
+      if (stale.length > 0) {
+        throw new UserError(`plan is stale: ${stale.join('; ')}; nothing was written. Run dus-sync plan again`);
+      }
+      process.stdout.write(renderText(saved, { color }));
+      enforceSafety(saved, config, opts);
+      if (saved.changes.length === 0) return 0;
+      await approve(saved, opts.autoApprove === true);
+      const report = await execute(saved, client, journal, applyOptions(config, opts, log));
+      const after = await fetchLive(client, desired, { concurrency: opts.concurrency });
+      const applied = report.results.filter((r) => r.status === 'applied').map((r) => r.change);
+      return finish({ ...report, unconverged: unconvergedChanges(applied, after) }, 0, color, log);
+    });
+  } finally {
+    await client.close();
+  }
+}
+
+/** The objects a saved plan read, as a desired state, so that exactly those are fetched again. */
+function desiredFromFingerprints(saved: SavedPlan): DesiredState {
+  const source = { file: '(saved plan)', line: 1, column: 1 };
+  return {
+    firmwares: saved.live_fingerprints.filter((f) => f.kind === 'firmware').map((f) => ({
+      kind: 'firmware' as const, tenant: f.tenant, labels: {}, source, spec: { version_number: f.key },
+    })),
+    actions: saved.live_fingerprints.filter((f) => f.kind === 'action').map((f) => ({
+      kind: 'action' as const, tenant: f.tenant, labels: {}, source, id: Number(f.key), phases: [],
+    })),
+    files: [],
+  };
+}
+
+function applyOptions(config: ResolvedConfig, opts: ApplyFlags, log: Logger): ApplyOptions {
+  return {
+    journalPath: journalPathFor(config, opts.journal),
+    log,
+    clock: systemClock,
+    concurrency: opts.concurrency,
+    failFast: opts.failFast,
+    onResult: progressReporter(),
+  };
+}
+
+async function approve(plan: Plan, autoApprove: boolean): Promise<void> {
+  if (autoApprove) return;
+  if (!process.stdin.isTTY || !process.stderr.isTTY) {
+    throw new UserError('refusing to apply without approval: there is no terminal to ask on; review the plan and pass --auto-approve');
+  }
+  const tenants = [...new Set(plan.changes.map((c) => c.tenant))].sort().join(', ');
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`Apply ${plan.changes.length} change${plan.changes.length === 1 ? '' : 's'} to ${tenants}? [y/N] `);
+    if (!/^y(es)?$/i.test(answer.trim())) throw new UserError('apply cancelled; nothing was written');
+  } finally {
+    rl.close();
+  }
+}
+
+function describe(change: Change): string {
+  return change.kind === 'firmware'
+    ? `firmware ${change.key} (${change.component_name}) in ${change.tenant}`
+    : `phase ${change.index} "${change.after.name}" on action ${change.key} in ${change.tenant}`;
+}
+
+/** On a TTY one live line (done/total, failures, rate); in CI one line per change. */
+function progressReporter(): (r: ChangeResult, done: number, total: number) => void {
+  const started = Date.now();
+  let failed = 0;
+  const tty = process.stderr.isTTY === true;
+  return (r, done, total) => {
+    if (r.status === 'failed') failed += 1;
+    if (tty) {
+      const rate = done / Math.max((Date.now() - started) / 1000, 0.001);
+      process.stderr.write(`\r\x1b[K[${done}/${total}] ${failed} failed, ${rate.toFixed(1)}/s`);
+      if (done === total) process.stderr.write('\n');
+      if (r.status === 'failed') process.stderr.write(`\n${r.status} ${describe(r.change)}: ${r.message ?? ''}\n`);
+    } else {
+      process.stderr.write(`[${done}/${total}] ${r.status} ${describe(r.change)}${r.message ? `: ${r.message}` : ''}\n`);
+    }
+  };
+}
+
+function finish(report: ApplyReport, problems: number, color: boolean, log: Logger): number {
+  process.stdout.write(renderApplyReport(report, { color }));
+  if (report.unconverged.length > 0) log.error(`${report.unconverged.length} object(s) did not converge`);
+  return report.failed > 0 || report.unconverged.length > 0 || problems > 0 ? 1 : 0;
 }

@@ -1,4 +1,27 @@
-// Placeholder until the command lands in this session.
-export async function run(): Promise<number> {
-  throw new Error('status is not built yet');
+// `dus-sync status`: live rollout status of the declared actions (reads only).
+import { connect, loadOrThrow } from '../agent/reconcile.js';
+import { renderStatusJson, renderStatusText, type ActionStatus } from '../core/render/status.js';
+import { useColor, type GlobalOptions } from './context.js';
+import { setup } from './common.js';
+
+export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
+  const format = (rawOpts.format as string | undefined) ?? 'text';
+  const { config, filter, log } = await setup(globals);
+  const desired = await loadOrThrow(config, filter);
+  const actions = [...desired.actions].sort((a, b) => (a.tenant === b.tenant ? a.id - b.id : a.tenant < b.tenant ? -1 : 1));
+  const tenants = [...new Set(actions.map((a) => a.tenant))];
+  if (actions.length === 0) {
+    process.stdout.write(format === 'json' ? '[]\n' : 'No actions are declared.\n');
+    return 0;
+  }
+  const client = await connect(config, tenants, { env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile });
+  try {
+    const statuses: ActionStatus[] = await Promise.all(actions.map(async (a) => ({
+      tenant: a.tenant, id: a.id, declaredPhases: a.phases.length, live: await client.tenant(a.tenant).getAction(a.id),
+    })));
+    process.stdout.write(format === 'json' ? renderStatusJson(statuses) : renderStatusText(statuses, { color: useColor(globals) }));
+    return statuses.some((s) => s.live === null) ? 1 : 0;
+  } finally {
+    await client.close();
+  }
 }

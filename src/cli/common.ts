@@ -1,0 +1,31 @@
+// Steps the API commands share: config → desired → client, and writing files atomically.
+import { rename, writeFile } from 'node:fs/promises';
+import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
+import { resolveConfig } from '../load/config.js';
+import type { LoadFilter } from '../load/index.js';
+import { parseSelector, stderrLogger, type GlobalOptions } from './context.js';
+
+export interface CommandSetup {
+  readonly config: ResolvedConfig;
+  readonly filter: LoadFilter;
+  readonly log: Logger;
+}
+
+export async function setup(globals: GlobalOptions): Promise<CommandSetup> {
+  const log = stderrLogger(globals.debug === true);
+  const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: process.env });
+  const filter: LoadFilter = { tenants: globals.tenant, selector: parseSelector(globals.selector) };
+  return { config, filter, log };
+}
+
+/** Writes a file so that a reader never sees half of it (temp file + rename). */
+export async function writeFileAtomic(path: string, text: string, mode = 0o644): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, text, { mode });
+  await rename(tmp, path);
+}
+
+export function describeTenants(desired: DesiredState): string {
+  const set = new Set<string>([...desired.firmwares.map((f) => f.tenant), ...desired.actions.map((a) => a.tenant)]);
+  return [...set].sort().join(', ');
+}

@@ -1,0 +1,63 @@
+// `dus-sync status` rendering: each declared action's live phases as a compact timeline.
+import type { Action } from '../../model/index.js';
+
+export interface ActionStatus {
+  readonly tenant: string;
+  readonly id: number;
+  /** null when the API does not know the action. */
+  readonly live: Action | null;
+  /** How many phases the YAML declares (to show what is still to be appended). */
+  readonly declaredPhases: number;
+}
+
+const ESC = '\x1b[';
+const style = (on: boolean, code: string, text: string) => (on ? `${ESC}${code}m${text}${ESC}0m` : text);
+
+/** Integer timestamps as ISO dates; seconds or milliseconds since the epoch, told apart by size. */
+export function formatTimestamp(value: number | null | undefined): string {
+  if (value === null || value === undefined || value === 0) return '-';
+  const ms = value > 1e12 ? value : value * 1000;
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? String(value) : date.toISOString().replace('T', ' ').replace(/:\d\d\.\d{3}Z$/, ' UTC');
+}
+
+export function renderStatusText(actions: readonly ActionStatus[], opts: { color: boolean }): string {
+  const lines: string[] = [];
+  for (const a of actions) {
+    if (a.live === null) {
+      lines.push(`${style(opts.color, '1', `${a.tenant} action ${a.id}`)}: ${style(opts.color, '31', 'not found')}`, '');
+      continue;
+    }
+    const act = a.live;
+    const triggered = act.phases_triggered ?? [];
+    const next = act.next_phase_index ?? triggered.findIndex((t) => !t);
+    lines.push(`${style(opts.color, '1', `${a.tenant} action ${a.id}`)}  status ${act.status ?? '-'}  phases ${act.phases.length}/${a.declaredPhases} declared`);
+    act.phases.forEach((p, i) => {
+      const mark = triggered[i] ? style(opts.color, '32', '✓') : i === next ? style(opts.color, '33', '→') : style(opts.color, '2', '·');
+      const state = triggered[i] ? 'triggered' : i === next ? 'next' : 'waiting';
+      lines.push(`  ${mark} ${String(i).padStart(2)} ${p.name.padEnd(16)} ${state.padEnd(9)} trigger_on ${JSON.stringify(p.trigger_on ?? {})}`);
+    });
+    for (let i = act.phases.length; i < a.declaredPhases; i += 1) {
+      lines.push(`  ${style(opts.color, '2', '+')} ${String(i).padStart(2)} ${'(in YAML)'.padEnd(16)} not yet appended: run dus-sync apply`);
+    }
+    lines.push(`  ends ${formatTimestamp(act.end_timestamp)}, retries on failure until ${formatTimestamp(act.retry_on_failure_until)}`, '');
+  }
+  if (actions.length === 0) lines.push('No actions are declared.');
+  return lines.join('\n').replace(/\n+$/, '') + '\n';
+}
+
+export function renderStatusJson(actions: readonly ActionStatus[]): string {
+  return JSON.stringify(actions.map((a) => ({
+    tenant: a.tenant,
+    id: a.id,
+    found: a.live !== null,
+    status: a.live?.status ?? null,
+    phases: (a.live?.phases ?? []).map((p, i) => ({
+      index: i, name: p.name, triggered: a.live?.phases_triggered?.[i] ?? false,
+    })),
+    next_phase_index: a.live?.next_phase_index ?? null,
+    declared_phases: a.declaredPhases,
+    end_timestamp: a.live?.end_timestamp ?? null,
+    retry_on_failure_until: a.live?.retry_on_failure_until ?? null,
+  })), null, 2) + '\n';
+}
