@@ -1,0 +1,159 @@
+// One reconcile pass of `watch`, built from the same steps as `plan` and `apply`
+// (src/agent/reconcile.ts). It keeps what it parsed between passes and re-reads only the
+// files whose size or modification time changed, so a save in a large repo costs one file.
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock, DesiredState, Logger, ResolvedConfig } from '../model/index.js';
+import { ApiError, ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
+import { resolveConfig } from '../load/config.js';
+import { assemble, listResourceFiles, parseFile, type LoadFilter, type ParsedFile } from '../load/index.js';
+import type { ApiClient, RequestEvent } from '../api/client.js';
+import { redact } from '../redact.js';
+import {
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, tenantsOf, withApplyLock,
+} from './reconcile.js';
+import type { PassResult, PassTrigger, ReconcilePass } from './types.js';
+
+export interface PassOptions {
+  readonly configFile?: string;
+  readonly dir?: string;
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly filter: LoadFilter;
+  readonly dryRun: boolean;
+  readonly concurrency: number;
+  readonly journal?: string;
+  readonly insecureHttp?: boolean;
+  readonly caFile?: string;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly onRequest?: (e: RequestEvent) => void;
+  /** Called with each resolved config, so the loop can follow watch.interval and the resources. */
+  readonly onConfig?: (config: ResolvedConfig) => void;
+}
+
+interface CachedFile { readonly mtimeMs: number; readonly size: number; readonly parsed: ParsedFile }
+
+function empty(): Map<string, number> { return new Map(); }
+
+function result(partial: Partial<PassResult> & Pick<PassResult, 'result' | 'message'>): PassResult {
+  return { drift: empty(), conflicts: empty(), applied: [], configValid: true, ...partial };
+}
+
+function countBy<T>(items: readonly T[], key: (t: T) => string): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const i of items) m.set(key(i), (m.get(key(i)) ?? 0) + 1);
+  return m;
+}
+
+export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; close(): Promise<void> } {
+  const cache = new Map<string, CachedFile>();
+  let client: { key: string; api: ApiClient } | undefined;
+
+  async function loadCached(config: ResolvedConfig): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[] }> {
+    const paths = await listResourceFiles(config);
+    const parsed: ParsedFile[] = [];
+    const seen = new Set<string>();
+    for (const path of paths) {
+      seen.add(path);
+      const abs = join(config.dir, path);
+      const st = await stat(abs);
+      const hit = cache.get(path);
+      if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) {
+        parsed.push(hit.parsed);
+        continue;
+      }
+      const text = await readFile(abs, 'utf8');
+      const file = parseFile({ path, text }, config);
+      cache.set(path, { mtimeMs: st.mtimeMs, size: st.size, parsed: file });
+      parsed.push(file);
+    }
+    for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
+    return assemble(parsed, config, opts.filter);
+  }
+
+  async function clientFor(config: ResolvedConfig, tenants: readonly string[]): Promise<ApiClient> {
+    // Keys are read on every pass (a mounted secret may rotate); the connection pool is kept
+    // while the URL and the tenants stay the same.
+    const key = `${config.baseUrl ?? ''}|${tenants.join(',')}`;
+    if (client && client.key === key) return client.api;
+    await client?.api.close();
+    const api = await connect(config, tenants, {
+      env: opts.env, log: opts.log, insecureHttp: opts.insecureHttp, caFile: opts.caFile,
+      concurrency: opts.concurrency, onRequest: opts.onRequest,
+    });
+    client = { key, api };
+    return api;
+  }
+
+  const pass: ReconcilePass = async (trigger: PassTrigger, signal: AbortSignal): Promise<PassResult> => {
+    let config: ResolvedConfig;
+    try {
+      config = await resolveConfig({ config: opts.configFile, dir: opts.dir, cwd: opts.cwd, env: opts.env });
+      opts.onConfig?.(config);
+    } catch (err) {
+      return invalid(err, opts.log);
+    }
+    const loaded = await loadCached(config).catch((err: unknown) => err);
+    if (loaded instanceof Error) return invalid(loaded, opts.log);
+    const { desired, issues } = loaded as Awaited<ReturnType<typeof loadCached>>;
+    if (issues.length > 0) return invalid(new ConfigError(issues), opts.log);
+
+    try {
+      const tenants = tenantsOf(desired);
+      if (tenants.length === 0) return result({ result: 'success', message: 'no desired-state documents' });
+      const api = await clientFor(config, tenants);
+      const { plan } = await fetchAndPlan(api, desired, opts.concurrency, signal);
+      const drift = countBy(plan.changes, (c) => c.tenant);
+      const conflicts = countBy(plan.conflicts, (c) => c.tenant);
+      for (const c of plan.conflicts) opts.log.warn(`conflict on action ${c.key} in ${c.tenant}: ${c.message}`);
+      for (const e of plan.errors) opts.log.warn(`${e.kind} ${e.key} in ${e.tenant}: ${e.message}`);
+      const base = { drift, conflicts, changedFiles: trigger.files };
+      const problems = plan.conflicts.length + plan.errors.length;
+      if (plan.changes.length === 0) {
+        return result({ ...base, result: problems > 0 ? 'conflict' : 'success',
+          message: `in sync (${plan.summary.unchanged} unchanged${problems > 0 ? `, ${problems} conflict(s) or error(s)` : ''})` });
+      }
+      enforceSafety(plan, config, {});
+      if (opts.dryRun) {
+        return result({ ...base, result: problems > 0 ? 'conflict' : 'success', message: `drift: ${plan.changes.length} change(s) not applied (--dry-run)` });
+      }
+      if (config.suspend) {
+        return result({ ...base, result: 'suspended', message: `drift: ${plan.changes.length} change(s) not applied (suspend: true)` });
+      }
+      const journalPath = journalPathFor(config, opts.journal);
+      const report = await withApplyLock({ journalPath, log: opts.log }, api, async (journal, recovered) => {
+        // In-doubt appends were just resolved: plan again so nothing is appended twice.
+        const fresh = recovered > 0 ? (await fetchAndPlan(api, desired, opts.concurrency, signal)).plan : plan;
+        return execute(fresh, api, journal, { journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal });
+      });
+      for (const r of report.results) {
+        if (r.status === 'failed') opts.log.warn(`failed: ${r.change.kind} ${r.change.key} in ${r.change.tenant}: ${r.message ?? ''}`);
+      }
+      const applied = report.results.filter((r) => r.status === 'applied').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
+      const outcome = report.failed > 0 ? 'partial-failure' : problems > 0 ? 'conflict' : 'success';
+      return result({ ...base, result: outcome, applied,
+        message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}` });
+    } catch (err) {
+      if (err instanceof UnsafePlanError) return result({ result: 'unsafe', message: err.message });
+      if (err instanceof ConfigError) return invalid(err, opts.log);
+      if (err instanceof UserError && !(err instanceof ApiError)) return result({ result: 'api-error', message: redact(err.message) });
+      return result({ result: 'api-error', message: redact(err instanceof Error ? err.message : String(err)) });
+    }
+  };
+
+  return {
+    pass,
+    close: async () => { await client?.api.close(); client = undefined; },
+  };
+}
+
+function invalid(err: unknown, log: Logger): PassResult {
+  if (err instanceof ConfigError) {
+    for (const i of err.issues) log.error(`${i.file}:${i.line}:${i.column}: ${i.message}`);
+  } else {
+    log.error(redact(err instanceof Error ? err.message : String(err)));
+  }
+  return result({ result: 'invalid-config', configValid: false,
+    message: err instanceof ConfigError ? `${err.issues.length} problem(s) in the configuration; nothing was written` : redact(String(err instanceof Error ? err.message : err)) });
+}
