@@ -85,6 +85,7 @@ export class Watcher {
   private realRoots = new Map<string, string | undefined>();
   private debounceSince: number | undefined;
   private idleWaiters: (() => void)[] = [];
+  private stopWaiters: (() => void)[] = [];
   private passes = 0;
   private failures = 0;
   private lastResult: PassResult | undefined;
@@ -172,6 +173,7 @@ export class Watcher {
       this.pending = undefined;
       this.clearNext();
       this.clearDebounce();
+      for (const w of this.stopWaiters.splice(0)) w();
       const fsw = this.fsw;
       this.fsw = undefined;
       await fsw?.close().catch(() => undefined);
@@ -200,7 +202,8 @@ export class Watcher {
     this.fsw = fsw;
     fsw.on('all', (event, path) => this.onFsEvent(event, path));
     fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
-    await new Promise<void>((ready) => fsw.once('ready', () => ready()));
+    // stop() during start-up closes the watcher, which may then never say 'ready'.
+    await new Promise<void>((ready) => { fsw.once('ready', () => ready()); this.stopWaiters.push(ready); });
     this.realRoots = await realPaths(this.roots);
   }
 

@@ -92,6 +92,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   });
 
   log.info(`watching ${targets.paths.join(', ')}; drift check every ${agent.intervalMs / 1000} s${dryRun ? '; dry run: nothing is written' : ''}`);
-  await agent.start();
+  // A signal during start-up must not wait for the watch to be armed.
+  await Promise.race([agent.start(), stopped]);
   return stopped;
 }

@@ -278,3 +278,20 @@ describe('a config repo behind a symlink (git-sync)', () => {
     }
   });
 });
+
+describe('stop during start-up', () => {
+  it('resolves start() and runs no pass when stopped before the watch is armed', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dus-early-'));
+    try {
+      const pass = new FakePass();
+      const w = new Watcher({ paths: [dir], pass: pass.run, intervalMs: 60_000, log: memoryLogger() });
+      const started = w.start();
+      await expect(w.stop(0)).resolves.toBe('idle');
+      await started;
+      await new Promise((r) => setTimeout(r, 50));
+      expect(pass.triggers).toHaveLength(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
