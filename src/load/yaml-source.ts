@@ -42,7 +42,9 @@ export function parseYamlSource(file: string, rawText: string): YamlSource {
   }
   // Editors show line 1 without the BOM, so positions are counted without it.
   const text = rawText.charCodeAt(0) === 0xfeff ? rawText.slice(1) : rawText;
-  const docs = parseAllDocuments(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  // logLevel 'error': yaml would otherwise print its warnings (a mapping used as a key) on
+  // standard error as Node process warnings, outside the clean issue list.
+  const docs = parseAllDocuments(text, { lineCounter, uniqueKeys: true, prettyErrors: false, logLevel: 'error' });
   const all = Array.isArray(docs) ? docs : [];
   const errors = all.flatMap((d) => d.errors);
   if (errors.length > 0) {
@@ -73,6 +75,8 @@ function syntaxMessage(code: string, message: string, text: string, offset: numb
     const key = /^[^\s:]+/.exec(text.slice(offset))?.[0] ?? '';
     return `duplicate key${key ? ` "${key}"` : ''}: each key may appear once in a mapping; remove or merge the second one`;
   }
+  // The parser ran out of stack: the document nests too deeply, it is not a syntax mistake.
+  if (code === 'RESOURCE_EXHAUSTION') return 'the YAML is nested too deeply to be read; flatten it (desired-state files are a few levels deep)';
   // yaml's own message minus the "at line X, column Y:" suffix and the code excerpt.
   const first = message.split(/ at line \d+, column \d+/)[0]!.trim().replace(/\.$/, '');
   return `YAML syntax error: ${first.charAt(0).toLowerCase()}${first.slice(1)}; fix the YAML syntax`;
