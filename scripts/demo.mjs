@@ -1,7 +1,7 @@
 // `npm run demo`: the whole loop against the embedded emulator, as a user would run it.
 // Starts the emulator in-process with the examples' seed, then runs the real CLI:
 // validate, plan, apply --auto-approve, plan again (no changes) and status.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,9 +33,12 @@ let failed = false;
 try {
   for (const [what, args, okCodes] of steps) {
     process.stdout.write(`\n==> ${what}\n$ dus-sync --config examples/dus-sync.yaml ${args.join(' ').replace(work, '$TMP')}\n`);
-    const r = spawnSync(process.execPath, [cli, '--config', config, ...args], { env, stdio: 'inherit' });
-    if (!okCodes.includes(r.status)) {
-      process.stdout.write(`\nThat step exited with ${r.status}; the demo stops here.\n`);
+    // Asynchronous on purpose: the emulator runs in this process and must keep answering.
+    const status = await new Promise((resolve) => {
+      spawn(process.execPath, [cli, '--config', config, ...args], { env, stdio: 'inherit' }).on('close', resolve);
+    });
+    if (!okCodes.includes(status)) {
+      process.stdout.write(`\nThat step exited with ${status}; the demo stops here.\n`);
       failed = true;
       break;
     }
