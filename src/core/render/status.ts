@@ -32,10 +32,11 @@ export function renderStatusText(actions: readonly ActionStatus[], opts: { color
     const triggered = act.phases_triggered ?? [];
     const next = act.next_phase_index ?? triggered.findIndex((t) => !t);
     lines.push(`${style(opts.color, '1', `${a.tenant} action ${a.id}`)}  status ${act.status ?? '-'}  phases ${act.phases.length}/${a.declaredPhases} declared`);
+    const width = Math.max(16, ...act.phases.map((p) => p.name.length));
     act.phases.forEach((p, i) => {
       const mark = triggered[i] ? style(opts.color, '32', '✓') : i === next ? style(opts.color, '33', '→') : style(opts.color, '2', '·');
       const state = triggered[i] ? 'triggered' : i === next ? 'next' : 'waiting';
-      lines.push(`  ${mark} ${String(i).padStart(2)} ${p.name.padEnd(16)} ${state.padEnd(9)} trigger_on ${JSON.stringify(p.trigger_on ?? {})}`);
+      lines.push(`  ${mark} ${String(i).padStart(2)} ${p.name.padEnd(width)} ${state.padEnd(9)} trigger_on ${JSON.stringify(p.trigger_on ?? {})}`);
     });
     for (let i = act.phases.length; i < a.declaredPhases; i += 1) {
       lines.push(`  ${style(opts.color, '2', '+')} ${String(i).padStart(2)} ${'(in YAML)'.padEnd(16)} not yet appended: run dus-sync apply`);
