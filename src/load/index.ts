@@ -76,7 +76,12 @@ const DEFAULT_GLOBS = ['**/*.yaml', '**/*.yml'];
 export function selectResourcePaths(paths: readonly string[], config: ResolvedConfig): string[] {
   const base = configFolder(config);
   const patterns = config.resources && config.resources.length > 0 ? [...config.resources] : DEFAULT_GLOBS;
-  const match = picomatch(patterns, { dot: false });
+  // picomatch ORs a list of patterns, so a negation in it would match everything: split them.
+  const positives = patterns.filter((p) => !p.startsWith('!'));
+  const negatives = patterns.filter((p) => p.startsWith('!')).map((p) => p.slice(1));
+  const included = picomatch(positives.length > 0 ? positives : DEFAULT_GLOBS, { dot: false });
+  const excluded = negatives.length > 0 ? picomatch(negatives, { dot: false }) : () => false;
+  const match = (path: string): boolean => included(path) && !excluded(path);
   const configRel = config.file ? toPosix(relative(config.dir, config.file)) : undefined;
   const out = new Set<string>();
   for (const raw of paths) {

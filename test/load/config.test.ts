@@ -108,6 +108,16 @@ describe('finding the files', () => {
     expect(selectResourcePaths(['emulator-seed.yaml', 'tenants/b/x.yaml', 'tenants/.hidden/y.yaml', 'dus-sync.yaml'], config)).toEqual(['tenants/b/x.yaml']);
   });
 
+  it('honours negated globs in resources (a file is read when a positive glob matches and no negation does)', async () => {
+    const dir = folder('negated', {
+      'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\nresources: ["tenants/**/*.yaml", "!tenants/old/**"]\n',
+      'tenants/acme/f.yaml': '', 'tenants/old/g.yaml': '', 'emulator-seed.yaml': '',
+    });
+    const config = await resolveConfig({ cwd: dir, env: {} });
+    expect(await listResourceFiles(config)).toEqual(['tenants/acme/f.yaml']);
+    expect(selectResourcePaths(['tenants/old/g.yaml', 'tenants/acme/f.yaml', 'emulator-seed.yaml'], config)).toEqual(['tenants/acme/f.yaml']);
+  });
+
   it('refuses a file over 5 MiB before reading it, naming the file', async () => {
     const dir = folder('huge', { 'big.yaml': '#'.repeat(5 * 1024 * 1024 + 1), 'ok.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: {}\nspec: { id: 1, phases: [] }\n' });
     const { issues, desired } = await loadDesiredState(await resolveConfig({ cwd: dir, env: { DUS_TENANT: 'acme' } }));
