@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The CLI entry: commander wiring only. Each command lives in its own module, loaded when
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { handleError } from './handle-error.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
@@ -14,7 +14,7 @@ function int(name: string) {
   return (value: string): number => {
     const n = Number(value);
     if (!Number.isInteger(n) || n < 0) {
-      throw new Error(`${name} takes a whole number, not "${value}"`);
+      throw new InvalidArgumentError(`${name} takes a whole number of 0 or more.`);
     }
     return n;
   };
