@@ -4,14 +4,20 @@
 //   node bench/run.mjs --smoke    tiny sizes: checks the benchmarks still work (CI), not timed
 // Everything talks to an emulator on 127.0.0.1 started by this script.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generate } from './generate.mjs';
 
 const root = join(import.meta.dirname, '..');
-const CLI = join(root, 'dist', 'cli.js');
+// A private copy of the build: a `npm run build` elsewhere (tests run one first) empties dist/
+// while the benchmarks run. It sits under the repo so that node_modules and schemas/ resolve.
+const snapshot = join(root, 'bench', 'out', `cli-${process.pid}`);
+mkdirSync(snapshot, { recursive: true });
+cpSync(join(root, 'dist'), join(snapshot, 'dist'), { recursive: true });
+cpSync(join(root, 'schemas'), join(snapshot, 'schemas'), { recursive: true });
+const CLI = join(snapshot, 'dist', 'cli.js');
 const smoke = process.argv.includes('--smoke');
 const work = mkdtempSync(join(tmpdir(), 'dus-sync-bench-'));
 const RUNS = smoke ? 1 : 3;
@@ -32,7 +38,9 @@ function fmt(v, unit) {
 
 async function startEmulator(seedFile, extra = []) {
   const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', seedFile, '--page-size', '100', ...extra],
-    { stdio: ['ignore', 'pipe', 'ignore'] });
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => { err = (err + d).slice(-4000); });
   const url = await new Promise((resolve, reject) => {
     let buf = '';
     child.stdout.on('data', (d) => {
@@ -40,22 +48,34 @@ async function startEmulator(seedFile, extra = []) {
       const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(buf);
       if (m) resolve(m[1]);
     });
-    child.on('exit', (code) => reject(new Error(`emulator exited with ${code}`)));
+    child.on('exit', (code) => reject(new Error(`emulator exited with ${code}: ${err}`)));
   });
   return { url, stop: () => new Promise((r) => { child.once('exit', r); child.kill('SIGTERM'); }) };
 }
 
-function timed(cmd, args, env = {}) {
+/** Wall time of a whole process; it must succeed, and `check` may test what it printed. */
+function timed(cmd, args, env = {}, check = () => true) {
   const started = process.hrtime.bigint();
   const r = spawnSync(cmd, args, { env: { ...process.env, NO_COLOR: '1', ...env }, encoding: 'utf8', maxBuffer: 1 << 28 });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  if (r.status !== 0 && r.status !== 2) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(0, 2000)}`);
+  if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-2000)}`);
+  if (!check(r.stdout)) throw new Error(`${args.join(' ')} did not do the expected work:\n${r.stdout.slice(-2000)}`);
   return ms;
+}
+
+/** The tool's plan must find exactly the changes the generator made. */
+function planFinds(expected) {
+  return (stdout) => {
+    const changes = JSON.parse(stdout).changes;
+    return changes.filter((c) => c.kind === 'firmware').length === expected.puts
+      && changes.filter((c) => c.kind === 'phase').length === expected.appends;
+  };
 }
 
 /** Peak RSS of a whole command, from GNU time. */
 function peakRssMb(args, env) {
   const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-2000)}`);
   const kb = Number(r.stderr.trim().split('\n').pop());
   return kb / 1024;
 }
@@ -68,8 +88,9 @@ async function benchPlanAndApply() {
   const tool = []; const least = [];
   try {
     for (let i = 0; i < RUNS; i += 1) {
-      tool.push(timed(process.execPath, [CLI, '--config', g.config, 'plan', '--format', 'json'], env(emu.url)));
-      least.push(timed(process.execPath, [join(root, 'bench', 'least-client.mjs'), 'plan', g.repo, emu.url, g.key]));
+      tool.push(timed(process.execPath, [CLI, '--config', g.config, 'plan', '--format', 'json'], env(emu.url), planFinds(g.expected)));
+      least.push(timed(process.execPath, [join(root, 'bench', 'least-client.mjs'), 'plan', g.repo, emu.url, g.key], {},
+        (out) => out.startsWith(`${size.firmwares} firmwares, ${size.actions} actions, ${size.firmwares} live`)));
     }
   } finally { await emu.stop(); }
   row(`plan, ${size.firmwares} firmwares / ${size.bundles} bundles / ${size.actions} actions`, median(tool), median(least), 'ms',
@@ -80,11 +101,13 @@ async function benchPlanAndApply() {
   for (let i = 0; i < RUNS; i += 1) {
     let e = await startEmulator(g.seedFile);
     try {
-      toolA.push(timed(process.execPath, [CLI, '--config', g.config, 'apply', '--auto-approve', '--journal', join(work, `j${i}.jsonl`)], env(e.url)));
+      toolA.push(timed(process.execPath, [CLI, '--config', g.config, 'apply', '--auto-approve', '--journal', join(work, `j${i}.jsonl`)], env(e.url),
+        (out) => out.includes(`${g.expected.puts + g.expected.appends} applied`)));
     } finally { await e.stop(); }
     e = await startEmulator(g.seedFile);
     try {
-      leastA.push(timed(process.execPath, [join(root, 'bench', 'least-client.mjs'), 'apply', g.repo, e.url, g.key]));
+      leastA.push(timed(process.execPath, [join(root, 'bench', 'least-client.mjs'), 'apply', g.repo, e.url, g.key], {},
+        (out) => out.startsWith(`${g.expected.puts} puts, ${g.expected.appends} appends`)));
     } finally { await e.stop(); }
   }
   row(`apply, ${size.changedFirmwares} PUTs + ${size.actions} appends`, median(toolA), median(leastA), 'ms',
@@ -191,6 +214,7 @@ try {
   await benchWatch(g);
 } finally {
   rmSync(work, { recursive: true, force: true });
+  rmSync(snapshot, { recursive: true, force: true });
 }
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
