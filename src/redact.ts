@@ -4,7 +4,13 @@ const secrets = new Set<string>();
 
 export function registerSecret(value: string): void {
   // Very short values would redact ordinary words; keys are long.
-  if (value.length >= 4) secrets.add(value);
+  if (value.length < 4) return;
+  secrets.add(value);
+  // A server may echo the key inside JSON text (a `"` or `\\` escaped) or in a URL (a base64
+  // key's `+/=` percent-encoded); those forms must not get through either.
+  for (const form of [JSON.stringify(value).slice(1, -1), encodeURIComponent(value)]) {
+    if (form !== value) secrets.add(form);
+  }
 }
 
 export function redact(text: string): string {
