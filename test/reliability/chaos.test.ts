@@ -3,10 +3,11 @@
 // fault seeds, apply must converge (a first apply may report failures when a change runs out of
 // tries; a second apply finishes the job, as a user would run it), no phase may land twice, and
 // every field the YAML does not set must stay as it was.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { startEmulator, mulberry32, type RunningEmulator } from '../../src/emulator/index.js';
 import {
-  actionRecords, expectConverged, firmwareRecords, runCli, scenario, STACK, writeTree, type RunResult,
+  actionRecords, expectConverged, firmwareRecords, runCli, scenario, STACK, startResetProxy, writeTree,
+  type RunResult,
 } from './helpers.js';
 
 const KEY = 'chaos-secret-key-0123456789abcdef';
@@ -14,46 +15,67 @@ const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8, 9];
 /** A user runs apply again when the first run reports failures; more than three means it does not converge. */
 const MAX_APPLIES = 3;
 
-let emulator: RunningEmulator | undefined;
-afterEach(async () => { await emulator?.close(); emulator = undefined; });
+// Each test owns its servers and closes them itself: the tests run concurrently, because most
+// of their time is spent waiting (Retry-After, the settle pause before an append is re-sent).
+const open: { close(): Promise<void> }[] = [];
+afterAll(async () => { await Promise.all(open.map((s) => s.close())); });
+
+async function emulatorFor(opts: Parameters<typeof startEmulator>[0]): Promise<RunningEmulator> {
+  const em = await startEmulator(opts);
+  open.push(em);
+  return em;
+}
+
+/** Applies until exit 0, at most MAX_APPLIES times, and checks what every run printed. */
+async function applyUntilDone(dir: string, env: Record<string, string>): Promise<RunResult[]> {
+  const runs: RunResult[] = [];
+  for (let i = 0; i < MAX_APPLIES; i++) {
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--journal', `${dir}/journal.jsonl`], { env, timeoutMs: 45_000 });
+    runs.push(r);
+    if (r.code === 0) break;
+  }
+  const transcript = runs.map((r, i) => `--- apply ${i + 1}: exit ${r.code}\n${r.stdout}\n${r.stderr}`).join('\n');
+  if (process.env.DUS_SYNC_TEST_DEBUG) process.stderr.write(`${runs.length} applies\n${transcript}\n`);
+  expect(runs.at(-1)!.code, transcript).toBe(0);
+  for (const r of runs) {
+    expect(r.stdout + r.stderr).not.toContain(KEY);
+    expect(r.stderr).not.toMatch(STACK);
+  }
+  return runs;
+}
 
 function faultsFor(seed: number) {
   const rng = mulberry32(seed);
   return {
     latencyMs: Math.floor(rng() * 15),
     failRate: 0.05 + rng() * 0.2,
-    rateLimit: 40 + Math.floor(rng() * 60),
+    // Low enough that the burst of a run (the bucket starts full) runs into it.
+    rateLimit: 8 + Math.floor(rng() * 10),
     dropAfterCommitRate: 0.15 + rng() * 0.3,
     seed,
   };
 }
 
+const faultsSeen: { dropped: number; failed: number; limited: number }[] = [];
+
 describe('apply under seeded chaos (latency, 5xx, 429, commit-then-drop)', () => {
-  it.each(SEEDS)('fault seed %i: converges, no phase twice, unmanaged fields intact', async (seed) => {
+  it.concurrent.each(SEEDS)('fault seed %i: converges, no phase twice, unmanaged fields intact', async (seed) => {
     const sc = scenario(seed, { firmwares: 10, actions: 3, livePhases: 1 + (seed % 3), newPhases: 3 }, KEY);
     const faults = faultsFor(seed);
-    emulator = await startEmulator({ seed: sc.seed, pageSize: 2, absoluteNext: seed % 2 === 0, faults });
+    const faulted = { dropped: 0, failed: 0, limited: 0 };
+    const log = (line: string) => {
+      if (line.includes('connection dropped')) faulted.dropped++;
+      else if (/ 5\d\d /.test(line)) faulted.failed++;
+      else if (/ 429 /.test(line)) faulted.limited++;
+    };
+    const emulator = await emulatorFor({ seed: sc.seed, pageSize: 2, absoluteNext: seed % 2 === 0, faults, log });
     const before = firmwareRecords(emulator);
     const actionsBefore = actionRecords(emulator, sc.phases.keys());
     const dir = writeTree(sc.files);
     const env = { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY };
 
-    const runs: RunResult[] = [];
-    for (let i = 0; i < MAX_APPLIES; i++) {
-      const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--journal', `${dir}/journal.jsonl`], { env, timeoutMs: 45_000 });
-      runs.push(r);
-      if (r.code === 0) break;
-    }
-    const last = runs.at(-1)!;
-    if (process.env.DUS_SYNC_TEST_DEBUG) process.stderr.write(`seed ${seed}: ${runs.length} applies, ${JSON.stringify(emulator.stats.byRoute)}\n${runs.map((r) => r.stderr).join("\n")}\n`);
-    const transcript = runs.map((r, i) => `--- apply ${i + 1}: exit ${r.code}\n${r.stdout}\n${r.stderr}`).join('\n');
-    expect(last.code, transcript).toBe(0);
-    for (const r of runs) {
-      expect(r.stdout + r.stderr).not.toContain(KEY);
-      expect(r.stderr).not.toMatch(STACK);
-    }
+    await applyUntilDone(dir, env);
 
-    const stored = { ...emulator.faults };
     Object.assign(emulator.faults, { failRate: 0, rateLimit: 0, dropAfterCommitRate: 0, latencyMs: 0 });
     expectConverged(emulator, sc, before, actionsBefore);
 
@@ -61,7 +83,29 @@ describe('apply under seeded chaos (latency, 5xx, 429, commit-then-drop)', () =>
     const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--detailed-exitcode'], { env });
     expect(again.code, again.stdout + again.stderr).toBe(0);
     // The faults did fire: otherwise this test proves nothing.
-    expect(stored.dropAfterCommitRate).toBeGreaterThan(0);
-    expect(emulator.stats.byRoute['GET /actions/{id}'] ?? 0, 'appends were read back after dropped answers').toBeGreaterThan(0);
+    expect(faulted.dropped + faulted.failed + faulted.limited, JSON.stringify(faulted)).toBeGreaterThan(2);
+    faultsSeen.push(faulted);
+  });
+
+  it('over all the seeds, every kind of fault fired: dropped appends, 5xx and 429', () => {
+    expect(faultsSeen).toHaveLength(SEEDS.length);
+    for (const kind of ['dropped', 'failed', 'limited'] as const) expect(faultsSeen.reduce((n, f) => n + f[kind], 0), kind).toBeGreaterThan(0);
+  });
+});
+
+describe('apply through a proxy that resets connections at random (every route, both directions)', () => {
+  it.concurrent.each([21, 22, 23])('reset seed %i: converges, no phase twice, unmanaged fields intact', async (seed) => {
+    const sc = scenario(seed, { firmwares: 10, actions: 3, livePhases: 2, newPhases: 3 }, KEY);
+    const emulator = await emulatorFor({ seed: sc.seed, pageSize: 2, faults: { latencyMs: 3, seed } });
+    const proxy = await startResetProxy(new URL(emulator.url), { rate: 0.06, seed });
+    open.push(proxy);
+    const before = firmwareRecords(emulator);
+    const actionsBefore = actionRecords(emulator, sc.phases.keys());
+    const dir = writeTree(sc.files);
+    await applyUntilDone(dir, { DUS_BASE_URL: proxy.url, DUS_API_KEY_ACME: KEY });
+    expectConverged(emulator, sc, before, actionsBefore);
+    expect(proxy.resets.beforeServer + proxy.resets.afterServer, 'the proxy did reset connections').toBeGreaterThan(0);
+    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--detailed-exitcode'], { env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY } });
+    expect(again.code, again.stdout + again.stderr).toBe(0);
   });
 });

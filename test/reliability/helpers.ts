@@ -2,6 +2,7 @@
 // YAML that changes part of it), a CLI runner that exposes the child for SIGKILL, and the
 // checks every suite ends with: converged, no phase twice, unmanaged fields untouched.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { expect } from 'vitest';
 import { mulberry32, type RunningEmulator, type Seed, type SeedAction, type SeedFirmware } from '../../src/emulator/index.js';
 import { CLI, runCli, writeTree, type RunResult } from '../e2e/helpers.js';
@@ -177,3 +178,48 @@ export function spawnCli(args: string[], env: Record<string, string>): { child: 
 
 /** A stack trace line of our bundle or of node internals. */
 export const STACK = /\n\s+at .+(\.js|\.ts|node:internal)/;
+
+export interface ResetProxy {
+  readonly url: string;
+  /** Connections reset before the request reached the server, and after its answer left it. */
+  readonly resets: { beforeServer: number; afterServer: number };
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 that resets connections at seeded random moments: some requests never
+ * reach the server, some answers never reach the client (the server did the work). The emulator
+ * only drops append answers; this breaks every route, reads and PUTs included.
+ */
+export async function startResetProxy(target: URL, opts: { rate: number; seed: number }): Promise<ResetProxy> {
+  const rng = mulberry32(opts.seed);
+  const resets = { beforeServer: 0, afterServer: 0 };
+  const sockets = new Set<Socket>();
+  const kill = (a: Socket, b: Socket) => { a.resetAndDestroy(); b.resetAndDestroy(); };
+  const server = createNetServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    sockets.add(client);
+    sockets.add(upstream);
+    client.on('data', (chunk: Buffer) => {
+      if (rng() < opts.rate) { resets.beforeServer++; kill(client, upstream); return; }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (rng() < opts.rate) { resets.afterServer++; kill(client, upstream); return; }
+      client.write(chunk);
+    });
+    for (const [s, other] of [[client, upstream], [upstream, client]] as const) {
+      s.on('error', () => other.destroy());
+      s.on('close', () => { sockets.delete(s); other.destroy(); });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    resets,
+    close: () => new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
