@@ -3,7 +3,7 @@
 // against the emulator. This catches a runtime import of a dev dependency, a file missing from
 // "files", or a bundling problem (pino-pretty, chokidar, prom-client) before an image is built.
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,11 +24,13 @@ describe('the packed package, production dependencies only', () => {
     const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
     await run(NPM, ['pack', '--pack-destination', work], { cwd: ROOT, env: npmEnv });
     const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!;
-    const app = join(work, 'app');
-    mkdirSync(app);
-    writeFileSync(join(app, 'package.json'), '{ "name": "app", "private": true }\n');
-    // --offline: the test machine talks to no registry; npm's cache holds what `npm ci` fetched.
-    await run(NPM, ['install', '--omit=dev', '--offline', join(work, tarball)], { cwd: app, env: npmEnv });
+    // As the image's build stage does: the package's files plus the lockfile, `npm ci --omit=dev`.
+    // The lockfile pins what `npm ci` already fetched, so npm's cache serves it; --prefer-offline
+    // still reaches the npm registry for anything the cache lacks.
+    await run('tar', ['-xzf', join(work, tarball), '-C', work], { cwd: work, env: npmEnv });
+    const app = join(work, 'package');
+    copyFileSync(join(ROOT, 'package-lock.json'), join(app, 'package-lock.json'));
+    await run(NPM, ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline'], { cwd: app, env: npmEnv });
     expect(existsSync(join(app, 'node_modules', 'vitest'))).toBe(false);
     expect(existsSync(join(app, 'node_modules', 'esbuild'))).toBe(false);
 
@@ -42,8 +44,8 @@ describe('the packed package, production dependencies only', () => {
     writeFileSync(join(repo, 'dus-sync.yaml'), 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\nwatch: { interval: 1s }\n');
     writeFileSync(join(repo, 'tenants', 'modem.yaml'), 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "1.0.0"\n  uncompressed_size: 2\n');
     try {
-      const bin = join(app, 'node_modules', '.bin', 'dus-sync');
-      const child = spawn(bin, ['watch', '--listen', '127.0.0.1:0', '--journal', join(work, 'journal', 'j.jsonl')], {
+      const bin = join(app, 'dist', 'cli.js');
+      const child = spawn(process.execPath, [bin, 'watch', '--listen', '127.0.0.1:0', '--journal', join(work, 'journal', 'j.jsonl')], {
         cwd: repo, env: { ...process.env, NODE_ENV: 'production', DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY }, stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stderr = '';
