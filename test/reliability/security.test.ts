@@ -467,6 +467,48 @@ describe('the journal and the lock', () => {
     expect(existsSync(join(dir, '.dus-sync', 'apply.lock'))).toBe(false);
   });
 
+  it('on a terminal, apply asks first: anything but yes writes nothing, yes applies', async () => {
+    const em = await emulator(seed());
+    const dir = repo(em.url);
+    // util-linux `script` gives the CLI a pseudo-terminal, as a person at a shell has.
+    const onTty = (answer: string) => new Promise<{ code: number | null; out: string }>((resolve) => {
+      const cmd = `"${process.execPath}" "${CLI}" --config "${dir}/dus-sync.yaml" apply`;
+      const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, DUS_API_KEY_ACME: KEY, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (/\[y\/N\]/.test(out) && !child.stdin.writableEnded) child.stdin.end(`${answer}\n`);
+      });
+      child.on('close', (code) => resolve({ code, out }));
+    });
+    for (const answer of ['', 'n', 'no', 'yes please']) {
+      const r = await onTty(answer);
+      expect(r.out).toMatch(/Apply 2 changes to acme\? \[y\/N\]/);
+      expect(r.code, r.out).toBe(1);
+      expect(r.out).toMatch(/cancelled; nothing was written/);
+      expect(em.stats.writes).toBe(0);
+    }
+    const yes = await onTty('y');
+    expect(yes.code, yes.out).toBe(0);
+    expect(em.stats.writes).toBe(2);
+    expectNoKey([yes.out]);
+  });
+
+  it('a saved plan is refused, before any write, when someone appended a phase to its action since', async () => {
+    const em = await emulator(seed());
+    const dir = repo(em.url);
+    const env = { DUS_API_KEY_ACME: KEY };
+    const plan = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--out', `${dir}/plan.json`], { env });
+    expect(plan.code, plan.stderr).toBe(0);
+    em.store.appendPhase('acme', 7, { name: 'wave-1', trigger_on: {}, info: {} });
+    const writes = em.stats.writes;
+    const apply = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', `${dir}/plan.json`, '--auto-approve'], { env });
+    expect(apply.code).toBe(1);
+    expect(apply.stderr).toMatch(/plan is stale: .*7.*nothing was written/);
+    expect(em.stats.writes).toBe(writes);
+    expect(em.store.getAction('acme', 7)!.phases.map((p) => p.name)).toEqual(['canary', 'wave-1']);
+  });
+
   it('nothing is written, nor even read, when any desired-state file is invalid', async () => {
     const em = await emulator(seed());
     const dir = repo(em.url, { 'tenants/bad.yaml': FIRMWARE('2.0.0').replace('is_deactivated: true', 'is_deactivated: maybe') });
