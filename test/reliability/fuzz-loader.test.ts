@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadDocuments, parseFile, type ParsedFile } from '../../src/load/index.js';
+import { loadDocuments, parseFile, parseFileWithYaml, type ParsedFile } from '../../src/load/index.js';
+import { fastParseFile } from '../../src/load/fast-path.js';
 import { mulberry32 } from '../../src/emulator/index.js';
 import type { ResolvedConfig } from '../../src/model/index.js';
 import { runCli, STACK, writeTree } from './helpers.js';
@@ -39,6 +40,14 @@ function check(text: string, path = 'input.yaml'): ParsedFile {
   if (result.issues.length > 0) expect(parsed.documents.filter((d) => d.object).length).toBeLessThanOrEqual(parsed.documents.length);
   expect(built).toBeLessThanOrEqual(parsed.documents.length);
   return parsed;
+}
+
+/** The fast path may step aside, but when it answers it must say exactly what the yaml path says. */
+function expectPathsAgree(text: string): boolean {
+  const fast = fastParseFile({ path: 'input.yaml', text }, 'input.yaml', config);
+  if (fast === undefined) return false;
+  expect(fast).toEqual(parseFileWithYaml({ path: 'input.yaml', text }, 'input.yaml', config));
+  return true;
 }
 
 function messages(p: ParsedFile): string {
@@ -215,12 +224,39 @@ describe('random and mutated input (fast-check)', () => {
   it('valid documents with up to five random edits: clean issues, in time, and an unedited file still loads', () => {
     const base = `${VALID_FW}---\n${VALID_ACTION}`;
     expect(loadDocuments([{ path: 'b.yaml', text: base }], config).issues).toEqual([]);
+    let fast = 0;
     fc.assert(fc.property(fc.array(mutation, { minLength: 1, maxLength: 5 }), fc.boolean(), (edits, crlf) => {
       let text = edits.reduce(mutate, base);
       if (crlf) text = text.replace(/\n/g, '\r\n');
       check(text);
+      if (expectPathsAgree(text)) fast++;
     }), { numRuns: RUNS * 2, seed: 11 });
+    if (process.env.DUS_SYNC_TEST_DEBUG) process.stderr.write(`fast path answered ${fast} of ${RUNS * 2}\n`);
     expectUnpolluted();
+  });
+
+  it('layout-only edits of a valid file (comments, blank lines, spaces, markers): the fast path, when it answers, agrees with the yaml path', () => {
+    const base = `${VALID_FW}---\n${VALID_ACTION}`;
+    const benign = fc.record({
+      line: fc.nat(),
+      text: fc.constantFrom('# c', '#', '   # spaced', '\t# tab comment', '', '   ', '---', '...', '# __proto__: x', "# '\"&*!|>"),
+      where: fc.constantFrom('before' as const, 'after' as const, 'end' as const),
+    });
+    let fast = 0;
+    fc.assert(fc.property(fc.array(benign, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.boolean(), (edits, crlf, bom) => {
+      const lines = base.split('\n');
+      for (const e of edits) {
+        const i = e.line % lines.length;
+        if (e.where === 'end') lines[i] = `${lines[i]!}${e.text.startsWith('#') ? ` ${e.text}` : e.text.trim() === '' ? e.text : ''}`;
+        else lines.splice(e.where === 'before' ? i : i + 1, 0, e.text);
+      }
+      let text = lines.join('\n');
+      if (crlf) text = text.replace(/\n/g, '\r\n');
+      if (bom) text = `\uFEFF${text}`;
+      check(text);
+      if (expectPathsAgree(text)) fast++;
+    }), { numRuns: RUNS, seed: 13 });
+    expect(fast, 'the fast path answered some of them').toBeGreaterThan(0);
   });
 
   it('objects with hostile keys anywhere, as JSON: refused, and Object.prototype untouched', () => {
@@ -233,6 +269,7 @@ describe('random and mutated input (fast-check)', () => {
         : where === 'spec' ? `${FW_HEAD}  "${key}": ${evil}\n`
         : `${ACTION_HEAD}    - name: x\n      ${where}: ${evil}\n`;
       const parsed = check(text);
+      expect(fastParseFile({ path: 'input.yaml', text }, 'input.yaml', config), 'the fast path steps aside').toBeUndefined();
       expect(messages(parsed)).toMatch(new RegExp(`"${key}" is not allowed`));
       expect(parsed.documents.every((d) => d.object === undefined)).toBe(true);
       expectUnpolluted();
