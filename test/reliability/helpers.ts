@@ -163,7 +163,7 @@ export function expectConverged(em: RunningEmulator, sc: Scenario, before: Map<s
 /** Spawns the built CLI and hands back the child, for tests that kill it. */
 export interface KilledResult extends RunResult { signal: NodeJS.Signals | null }
 
-export function spawnCli(args: string[], env: Record<string, string>): { child: ChildProcess; done: Promise<KilledResult> } {
+export function spawnCli(args: string[], env: Record<string, string>): { child: ChildProcess; done: Promise<KilledResult>; stderr: () => string } {
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -173,7 +173,7 @@ export function spawnCli(args: string[], env: Record<string, string>): { child: 
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
-  return { child, done };
+  return { child, done, stderr: () => stderr };
 }
 
 /** A stack trace line of our bundle or of node internals. */
