@@ -331,6 +331,24 @@ describe('API keys are never shown', () => {
     expectNoKey(runs.flatMap((r) => [r.stdout, r.stderr]), [ODD_KEY]);
   });
 
+  it('keys from DUS_API_KEY (no config file) and from api_key_file are hidden the same way', async () => {
+    const url = await echoServer('read-500', 70);
+    const bare = writeTree({ 'fw.yaml': FIRMWARE('1.0.0').replace('metadata: { tenant: acme }', 'metadata: {}') });
+    const viaEnv = await runCli(['--dir', bare, 'plan'], { env: { DUS_BASE_URL: url, DUS_TENANT: 'acme', DUS_API_KEY: KEY } });
+    expect(viaEnv.code).toBe(1);
+    expect(viaEnv.stderr).toContain('[REDACTED]');
+
+    const secrets = writeTree({ 'globex.key': `${WRONG}\n` });
+    const dir = writeTree({
+      'dus-sync.yaml': `apiVersion: dus-sync/v1\nkind: Config\nbase_url: ${url}\ndefault_tenant: globex\ntenants:\n  globex: { api_key_file: ${secrets}/globex.key }\n`,
+      'fw.yaml': FIRMWARE('1.0.0').replace('tenant: acme', 'tenant: globex'),
+    });
+    const viaFile = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan'], { env: {} });
+    expect(viaFile.code).toBe(1);
+    expect(viaFile.stderr).toContain('[REDACTED]');
+    expectNoKey([viaEnv.stdout, viaEnv.stderr, viaFile.stdout, viaFile.stderr]);
+  });
+
   it('a server that echoes the key in its 500 to a PUT and its 400 to an append: apply never shows it', async () => {
     const url = await echoServer('write-echo', 150);
     const dir = repo(url);
