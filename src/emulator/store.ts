@@ -72,6 +72,8 @@ interface TenantState {
   bundles: BundleRecord[];
   /** Keyed by component + NUL + version_number: the identity of a firmware record. */
   firmwares: Map<string, FirmwareObject>;
+  /** The same records by version_number (records are only ever added while seeding). */
+  byVersion: Map<string, FirmwareObject[]>;
   actions: Map<number, ActionObject>;
 }
 
@@ -194,9 +196,15 @@ function buildTenant(name: string, t: Seed['tenants'][string]): TenantState {
     });
     bundles.push(fillBundle(name, b, members));
   });
+  const byVersion = new Map<string, FirmwareObject[]>();
+  for (const f of firmwares.values()) {
+    const list = byVersion.get(f.version_number);
+    if (list) list.push(f);
+    else byVersion.set(f.version_number, [f]);
+  }
   const actions = new Map<number, ActionObject>();
   for (const a of t.actions ?? []) actions.set(a.id, fillAction(name, a));
-  return { name, apiKey: t.api_key, keyHash: createHash('sha256').update(t.api_key).digest(), bundles, firmwares, actions };
+  return { name, apiKey: t.api_key, keyHash: createHash('sha256').update(t.api_key).digest(), bundles, firmwares, byVersion, actions };
 }
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -230,9 +238,14 @@ export class EmulatorStore {
     return found;
   }
 
-  listBundles(tenant: string): BundleObject[] {
+  /** The bundles in list order; `start`/`end` as in Array.slice (a page copies only its own). */
+  listBundles(tenant: string, start?: number, end?: number): BundleObject[] {
     const t = this.tenant(tenant);
-    return t.bundles.map((b) => this.materialize(t, b));
+    return t.bundles.slice(start, end).map((b) => this.materialize(t, b));
+  }
+
+  bundleCount(tenant: string): number {
+    return this.tenant(tenant).bundles.length;
   }
 
   getBundle(tenant: string, version: string): BundleObject | undefined {
@@ -243,12 +256,12 @@ export class EmulatorStore {
 
   /** Every firmware record of the tenant with this version number (one per component). */
   firmwaresByVersion(tenant: string, versionNumber: string): FirmwareObject[] {
-    return [...this.tenant(tenant).firmwares.values()].filter((f) => f.version_number === versionNumber).map(clone);
+    return (this.tenant(tenant).byVersion.get(versionNumber) ?? []).map(clone);
   }
 
   /** Changes the one record with this version number; fields the patch omits are kept. */
   updateFirmware(tenant: string, versionNumber: string, patch: FirmwarePatch): FirmwareObject {
-    const matches = [...this.tenant(tenant).firmwares.values()].filter((f) => f.version_number === versionNumber);
+    const matches = this.tenant(tenant).byVersion.get(versionNumber) ?? [];
     if (matches.length === 0) throw new StoreError('not-found', 'Not found.');
     if (matches.length > 1) {
       const components = matches.map((f) => f.component_name).sort().join(', ');
