@@ -27,7 +27,18 @@ export function watchTargets(config: ResolvedConfig): WatchTargets {
   // The config file stays a path of its own even inside a root: it is not a resource, so only
   // being a watched path makes its events count.
   const paths = [...(config.file ? [config.file] : []), ...fold(roots)];
-  const filter = (path: string): boolean => selectResourcePaths([relative(config.dir, path)], config).length === 1;
+  // chokidar asks for every file each time it re-reads a folder (on every save in it), and each
+  // call compiles the globs: remember the answers (the config, hence the globs, is fixed here).
+  const known = new Map<string, boolean>();
+  const filter = (path: string): boolean => {
+    let is = known.get(path);
+    if (is === undefined) {
+      if (known.size >= 100_000) known.clear();
+      is = selectResourcePaths([relative(config.dir, path)], config).length === 1;
+      known.set(path, is);
+    }
+    return is;
+  };
   return { paths, filter };
 }
 

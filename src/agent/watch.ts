@@ -2,6 +2,7 @@
 // interval (drift healing), capped exponential backoff after API failures. Single flight: a
 // trigger that arrives during a pass is coalesced into exactly one more pass. The loop never
 // exits on its own; only stop() ends it.
+import { setMaxListeners } from 'node:events';
 import { realpath } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
@@ -282,6 +283,9 @@ export class Watcher {
     this.pending = undefined;
     this.clearNext();
     const controller = new AbortController();
+    // Every request of the pass listens on this signal (hundreds at once in a large tenant):
+    // that is by design, so Node's leak warning would only be noise on standard error.
+    setMaxListeners(0, controller.signal);
     this.current = controller;
     this.running = this.runOne(trigger, controller.signal).finally(() => {
       this.running = undefined;
