@@ -127,8 +127,12 @@ function guardMessage(fw: DesiredFirmware, record: LiveFirmware): string | undef
   return undefined;
 }
 
+/** As deepEqual of the sorted lists, field by field: it runs for every declared firmware. */
 function sameDependencies(a: readonly Dependency[], b: readonly Dependency[]): boolean {
-  return deepEqual(sortDependencies(a), sortDependencies(b));
+  if (a.length !== b.length) return false;
+  const x = sortDependencies(a);
+  const y = sortDependencies(b);
+  return x.every((d, i) => d.component_name === y[i]!.component_name && d.min_version === y[i]!.min_version);
 }
 
 /** The managed fields that differ: before as live has them (absent when live is unknown), after as desired. */
