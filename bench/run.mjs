@@ -72,12 +72,13 @@ function planFinds(expected) {
   };
 }
 
-/** Peak RSS of a whole command, from GNU time. */
+/** Peak RSS of a whole command (the process reports its own maxRSS as it exits). */
 function peakRssMb(args, env) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 28 });
+  const file = join(work, `rss-${process.hrtime.bigint()}.txt`);
+  const r = spawnSync(process.execPath, ['--require', join(root, 'bench', 'rss-report.cjs'), ...args],
+    { env: { ...process.env, ...env, DUS_BENCH_RSS_FILE: file }, encoding: 'utf8', maxBuffer: 1 << 28 });
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-2000)}`);
-  const kb = Number(r.stderr.trim().split('\n').pop());
-  return kb / 1024;
+  return Number(readFileSync(file, 'utf8')) / 1024;
 }
 
 async function benchPlanAndApply() {
@@ -170,7 +171,14 @@ async function benchWatch(g) {
   const headers = { 'x-service-api-key': g.key, 'x-service-tenant': 'acme' };
   const samples = [];
   try {
-    // Wait for the first pass to converge: the first firmware's planned size is live.
+    // Wait for the first pass (it applies the generator's changes) to finish and succeed.
+    const deadline = Date.now() + (smoke ? 60_000 : 300_000);
+    let first;
+    while (!(first = /^.*"trigger":"start".*$/m.exec(log))) {
+      if (Date.now() > deadline || agent.exitCode !== null) throw new Error(`watch did not finish its first pass:\n${log.slice(-2000)}`);
+      await sleep(100);
+    }
+    if (!first[0].includes('"result":"success"')) throw new Error(`the first watch pass failed:\n${first[0]}`);
     const file = join(repo, 'tenants', 'acme', 'firmwares', 'bundle-00001.yaml');
     const text = readFileSync(file, 'utf8');
     const vn = /version_number: "([^"]+)"/.exec(text)[1];
@@ -179,13 +187,9 @@ async function benchWatch(g) {
       const b = await r.json();
       return b.firmwares.find((f) => f.version_number === vn).uncompressed_size;
     };
-    const deadline = Date.now() + (smoke ? 60_000 : 300_000);
     const current = Number(/uncompressed_size: (\d+)/.exec(text)[1]);
-    while (await sizeNow() !== current) {
-      if (Date.now() > deadline) throw new Error(`watch did not converge:\n${log.slice(-2000)}`);
-      await sleep(200);
-    }
-    for (let i = 0; i < RUNS; i += 1) {
+    if (await sizeNow() !== current) throw new Error(`the first watch pass did not converge:\n${log.slice(-2000)}`);
+    for (let i = 0; i < (smoke ? 1 : 5); i += 1) {
       const target = 900000 + i;
       writeFileSync(file, text.replace(/uncompressed_size: \d+/, `uncompressed_size: ${target}`));
       const t0 = Date.now();
@@ -194,7 +198,8 @@ async function benchWatch(g) {
         await sleep(20);
       }
       samples.push(Date.now() - t0);
-      await sleep(500);
+      // Let the pass finish (journal, lock) so that the next save does not queue behind it.
+      await sleep(1000);
     }
   } finally {
     agent.kill('SIGTERM');
