@@ -20,7 +20,10 @@ export function errorBody(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    return text.length > MAX_DETAIL_CHARS ? `${text.slice(0, MAX_DETAIL_CHARS)}…` : text;
+    // Redact before cutting: a key cut in two at the limit would no longer match, and its
+    // first half would be shown.
+    const clean = redact(text);
+    return clean.length > MAX_DETAIL_CHARS ? `${clean.slice(0, MAX_DETAIL_CHARS)}…` : clean;
   }
 }
 
