@@ -94,7 +94,7 @@ function expectNoKey(texts: string[], keys = [KEY, WRONG]): void {
     for (const k of keys.flatMap(forms)) {
       expect(t).not.toContain(k);
       // A key cut short by a truncated message still leaks its start.
-      expect(t).not.toContain(k.slice(0, 12));
+      expect(t).not.toContain(k.slice(0, 8));
     }
   }
 }
@@ -292,7 +292,7 @@ describe('API keys are never shown', () => {
 
   const modes: [EchoMode, number][] = [
     ['read-500', 0], ['read-500', 90], ['read-500', 190], ['read-500', 250], ['read-500', 490], ['read-500', 1990],
-    ['read-text-500', 60], ['read-malformed', 120], ['read-401', 30],
+    ['read-text-500', 60], ['read-text-500', 486], ['read-text-500', 492], ['read-malformed', 120], ['read-401', 30],
   ];
 
   it.each(modes)('a server that echoes the key (%s, padded %i): plan, status and export never show it', async (mode, pad) => {
@@ -308,7 +308,7 @@ describe('API keys are never shown', () => {
     ]);
     for (const r of runs) expect(r.code).toBe(1);
     // The key was there to leak: the server's text reached the user, with the key replaced.
-    if (mode !== 'read-malformed') expect(runs[0]!.stderr).toContain('[REDACTED]');
+    if (mode !== 'read-malformed') expect(runs[0]!.stderr).toMatch(/\[REDACT/);
     // --debug prints stack traces on purpose (redacted too); without it, never.
     expect(runs[0]!.stderr).not.toMatch(STACK);
     expect(runs[3]!.stderr).not.toMatch(STACK);
