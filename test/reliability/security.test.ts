@@ -148,6 +148,29 @@ describe('plain http to a remote host', () => {
     expectNoKey([r.stdout, r.stderr]);
   });
 
+  it('the key never leaves for another host: a next link or a redirect pointing elsewhere is not followed', async () => {
+    const elsewhere = `http://${REMOTE}/api/v1/firmware-bundles?page=2`;
+    for (const mode of ['next', '302', '307', 'next-https'] as const) {
+      const server = createHttpServer((req, res) => {
+        if (mode === 'next' || mode === 'next-https') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ count: 2, next: mode === 'next' ? elsewhere : elsewhere.replace('http:', 'https:'), previous: null, results: [] }));
+        }
+        res.writeHead(Number(mode), { location: `http://${REMOTE}${req.url ?? '/'}` });
+        return res.end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      servers.push({ close: () => closeServer(server) });
+      const dir = repo(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      const r = await guarded(['--config', `${dir}/dus-sync.yaml`, 'plan'], { DUS_API_KEY_ACME: KEY });
+      expect(r.code, mode).toBe(1);
+      expect(r.stderr, mode).not.toMatch(/BLOCKED/);
+      expect(r.stderr).not.toMatch(STACK);
+      if (mode.startsWith('next')) expect(r.stderr).toMatch(/refusing to follow the next link .* it is not the API's origin/);
+      expectNoKey([r.stdout, r.stderr]);
+    }
+  });
+
   it('http to loopback is allowed without the flag (the emulator)', async () => {
     const em = await emulator(seed());
     const dir = repo(em.url.replace('127.0.0.1', 'localhost'));
