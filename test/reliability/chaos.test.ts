@@ -5,8 +5,12 @@
 // every field the YAML does not set must stay as it was.
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmulator, mulberry32, type RunningEmulator } from '../../src/emulator/index.js';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { stringify } from 'yaml';
 import {
-  actionRecords, expectConverged, firmwareRecords, runCli, scenario, STACK, startResetProxy, writeTree,
+  actionRecords, CLI, expectConverged, firmwareRecords, runCli, scenario, STACK, startResetProxy, writeTree,
   type RunResult,
 } from './helpers.js';
 
@@ -107,5 +111,33 @@ describe('apply through a proxy that resets connections at random (every route, 
     expect(proxy.resets.beforeServer + proxy.resets.afterServer, 'the proxy did reset connections').toBeGreaterThan(0);
     const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--detailed-exitcode'], { env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY } });
     expect(again.code, again.stdout + again.stderr).toBe(0);
+  });
+});
+
+describe('the user\'s path: the emulator as its own process, faults set by its flags', () => {
+  it('dus-sync emulator --latency --fail-rate --rate-limit --drop-after-commit-rate: apply converges, no phase twice, unmanaged fields kept', async () => {
+    const sc = scenario(31, { firmwares: 8, actions: 3, livePhases: 1, newPhases: 4 }, KEY);
+    const dir = writeTree(sc.files);
+    // Outside the repository: the loader reads every YAML file there.
+    const emuDir = writeTree({ 'seed.yaml': stringify(sc.seed) });
+    const data = `${emuDir}/emulator-state.json`;
+    const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', `${emuDir}/seed.yaml`, '--data', data,
+      '--latency', '5', '--fail-rate', '0.15', '--rate-limit', '15', '--drop-after-commit-rate', '0.3', '--fault-seed', '31',
+      '--page-size', '3', '--absolute-next'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    open.push({ close: () => new Promise<void>((resolve) => { if (child.exitCode !== null) resolve(); else { child.once('exit', () => resolve()); child.kill('SIGTERM'); } }) });
+    const url = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).once('line', (l) => resolve(l.replace(/^listening on /, '')));
+      child.once('exit', () => reject(new Error('the emulator exited before printing its URL')));
+    });
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const before = JSON.parse(readFileSync(data, 'utf8')) as { tenants: { acme: { bundles: { firmwares: Record<string, unknown>[] }[]; actions: { id: number }[] } } };
+
+    await applyUntilDone(dir, { DUS_BASE_URL: url, DUS_API_KEY_ACME: KEY });
+
+    const after = JSON.parse(readFileSync(data, 'utf8')) as typeof before & { tenants: { acme: { actions: { id: number; phases: { name: string }[] }[] } } };
+    for (const a of after.tenants.acme.actions) expect(a.phases.map((p) => p.name), `action ${a.id}`).toEqual(sc.phases.get(a.id));
+    const fws = (s: typeof before) => new Map(s.tenants.acme.bundles.flatMap((b) => b.firmwares).map((f) => [f.version_number as string, f]));
+    const was = fws(before);
+    for (const [vn, f] of fws(after)) expect(f, vn).toEqual({ ...was.get(vn), ...(sc.firmwares.get(vn) ?? {}) });
   });
 });
