@@ -16,8 +16,10 @@ const validators = new Map<'resource' | 'config', ValidateFunction>();
 export function validator(name: 'resource' | 'config'): ValidateFunction {
   let v = validators.get(name);
   if (!v) {
-    // verbose: the did-you-mean hints need each error's parentSchema.
-    const ajv = new Ajv({ allErrors: true, strict: true, verbose: true });
+    // verbose: the did-you-mean hints need each error's parentSchema. validateSchema: false
+    // because checking our own schema against the draft-07 meta-schema compiled that too, on
+    // every start; test/load/schemas-valid.test.ts checks the shipped schemas once instead.
+    const ajv = new Ajv({ allErrors: true, strict: true, verbose: true, validateSchema: false });
     addFormats(ajv);
     v = ajv.compile(readSchemaFile(name));
     validators.set(name, v);
