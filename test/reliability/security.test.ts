@@ -497,7 +497,12 @@ describe('the journal and the lock', () => {
     const args = ['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'];
     const first = spawnCli(args, env);
     // Wait until the first is writing, so it surely holds the lock.
-    while ((em.stats.byRoute['POST /actions/{id}/append_phase'] ?? 0) < 1) await new Promise((r) => setTimeout(r, 10));
+    let firstExited = false;
+    void first.done.then(() => { firstExited = true; });
+    for (let waited = 0; (em.stats.byRoute['POST /actions/{id}/append_phase'] ?? 0) < 1; waited += 10) {
+      expect(firstExited || waited > 20_000, `the first apply never started writing\n${first.stderr()}`).toBe(false);
+      await new Promise((r) => setTimeout(r, 10));
+    }
     const second = await runCli(args, { env });
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(/another dus-sync apply \(pid \d+, started [^)]+\) holds \.?\S*apply\.lock; wait for it or remove the file if that process is gone/);
