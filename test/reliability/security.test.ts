@@ -463,6 +463,20 @@ describe('odd version numbers', () => {
     const again = await runCli([...c, 'plan', '--detailed-exitcode'], { env });
     expect(again.code, again.stdout).toBe(0);
   });
+
+  it('export writes them so that they read back as the same strings: plan right after export has no changes', async () => {
+    const em = await emulator(seed({ firmwares: [...ODD, 'yes', 'null', '1.10', '0x1F', '- a', ': b', '{c}', '*d', '&e', '!f', '|g', '>h', '@i', '`j'].map((vn) => ({ version_number: vn })) }));
+    const dir = writeTree({ 'dus-sync.yaml': CONFIG(em.url) });
+    const env = { DUS_API_KEY_ACME: KEY };
+    const exported = await runCli(['--config', `${dir}/dus-sync.yaml`, 'export', '--out', `${dir}/tenants/acme`], { env });
+    expect(exported.code, exported.stderr).toBe(0);
+    const validate = await runCli(['--config', `${dir}/dus-sync.yaml`, 'validate'], { env });
+    expect(validate.code, validate.stdout + validate.stderr).toBe(0);
+    const plan = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--format', 'json', '--detailed-exitcode'], { env });
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    const summary = (JSON.parse(plan.stdout) as { summary: { unchanged: number } }).summary;
+    expect(summary.unchanged).toBeGreaterThanOrEqual(ODD.length + 14);
+  });
 });
 
 // ---------------------------------------------------------------- journal, lock, invalid input
