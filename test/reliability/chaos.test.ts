@@ -7,6 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startEmulator, mulberry32, type RunningEmulator } from '../../src/emulator/index.js';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { stringify } from 'yaml';
 import {
@@ -139,5 +141,55 @@ describe('the user\'s path: the emulator as its own process, faults set by its f
     const fws = (s: typeof before) => new Map(s.tenants.acme.bundles.flatMap((b) => b.firmwares).map((f) => [f.version_number as string, f]));
     const was = fws(before);
     for (const [vn, f] of fws(after)) expect(f, vn).toEqual({ ...was.get(vn), ...(sc.firmwares.get(vn) ?? {}) });
+  });
+});
+
+/**
+ * A gateway on 127.0.0.1 in front of the emulator that answers every append_phase with a 504
+ * at once and hands the request to the emulator only `lateMs` later: the "proxy gave up, the
+ * server still works on it" case. Everything else passes straight through.
+ */
+async function lateGateway(target: string, lateMs: number): Promise<{ url: string; late: () => number }> {
+  let late = 0;
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
+      const forward = () => fetch(`${target}${req.url ?? '/'}`, { method: req.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
+      if (req.method === 'POST' && /append_phase$/.test(req.url ?? '')) {
+        late++;
+        setTimeout(() => { void forward().then((r) => r.arrayBuffer()).catch(() => undefined); }, lateMs);
+        res.writeHead(504, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ detail: 'Gateway timeout.' }));
+        return;
+      }
+      void forward().then(async (r) => {
+        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+        res.end(Buffer.from(await r.arrayBuffer()));
+      }, () => { res.destroy(); });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  open.push({ close: () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }) });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, late: () => late };
+}
+
+// The limit of this guarantee, measured: an append that lands later than the executor's settle
+// pause (1 s) after its 504 is sent again and lands twice. The API has no idempotency key, so
+// no client can do better than wait; the README says so.
+describe('a gateway that gives up on appends while the server still works on them', () => {
+  it('a 504 for an append that lands 0.6 s later: apply reads again before resending, no phase twice', async () => {
+    const sc = scenario(41, { firmwares: 2, actions: 2, livePhases: 1, newPhases: 3 }, KEY);
+    const emulator = await emulatorFor({ seed: sc.seed });
+    const gateway = await lateGateway(emulator.url, 600);
+    const before = firmwareRecords(emulator);
+    const actionsBefore = actionRecords(emulator, sc.phases.keys());
+    const dir = writeTree(sc.files);
+    await applyUntilDone(dir, { DUS_BASE_URL: gateway.url, DUS_API_KEY_ACME: KEY });
+    // Let the last late request land before looking: it must change nothing.
+    await new Promise((r) => setTimeout(r, 800));
+    expect(gateway.late(), "each append sent exactly once").toBe(6);
+    expectConverged(emulator, sc, before, actionsBefore);
   });
 });
