@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generate } from './generate.mjs';
 
@@ -75,7 +76,7 @@ function planFinds(expected) {
 /** Peak RSS of a whole command (the process reports its own maxRSS as it exits). */
 function peakRssMb(args, env) {
   const file = join(work, `rss-${process.hrtime.bigint()}.txt`);
-  const r = spawnSync(process.execPath, ['--require', join(root, 'bench', 'rss-report.cjs'), ...args],
+  const r = spawnSync(process.execPath, ['--import', pathToFileURL(join(root, 'bench', 'rss-report.mjs')).href, ...args],
     { env: { ...process.env, ...env, DUS_BENCH_RSS_FILE: file }, encoding: 'utf8', maxBuffer: 1 << 28 });
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-2000)}`);
   return Number(readFileSync(file, 'utf8')) / 1024;
