@@ -132,7 +132,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         return result({ ...base, result: 'suspended', message: `drift: ${plan.changes.length} change(s) not applied (suspend: true)` });
       }
       const journalPath = journalPathFor(config, opts.journal);
-      const report = await withApplyLock({ journalPath, log: opts.log }, api, async (journal, recovered) => {
+      const report = await withApplyLock({ journalPath, log: opts.log, tenants }, api, async (journal, recovered) => {
         // In-doubt appends were just resolved: plan again so nothing is appended twice.
         const fresh = recovered > 0 ? (await fetchAndPlan(api, desired, opts.concurrency, signal)).plan : plan;
         return execute(fresh, api, journal, { journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal });

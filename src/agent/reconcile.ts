@@ -101,13 +101,13 @@ export interface ApplyOptions {
  * `replan` is called after recovery: when the journal held in-doubt appends, the plan is
  * computed again from the live state so that nothing is appended twice.
  */
-export async function withApplyLock<T>(opts: Pick<ApplyOptions, 'journalPath' | 'log'>, client: ApiClient,
+export async function withApplyLock<T>(opts: Pick<ApplyOptions, 'journalPath' | 'log'> & { readonly tenants: readonly string[] }, client: ApiClient,
   body: (journal: Journal, recovered: number) => Promise<T>): Promise<T> {
   const lock = await acquireLock(dirname(opts.journalPath), { log: opts.log });
   let journal: Journal | undefined;
   try {
     journal = await Journal.open(opts.journalPath);
-    const recovery = await recoverJournal(journal, client, opts.log);
+    const recovery = await recoverJournal(journal, client, opts.log, { tenants: new Set(opts.tenants) });
     if (recovery.resolved > 0) {
       opts.log.info(`resolved ${recovery.resolved} in-doubt phase append(s) left by an earlier run: ${recovery.applied} had been applied, ${recovery.notApplied} had not`);
     }

@@ -129,6 +129,11 @@ function isLine(v: unknown): v is Line {
 }
 
 export interface RecoverOptions {
+  /**
+   * The tenants this run has keys for. Intents of other tenants stay in the journal, untouched,
+   * with a warning: they cannot be read back here, and they do not affect this run's objects.
+   */
+  tenants?: ReadonlySet<string>;
   /** Sleeps while a young intent settles (default: the system clock). */
   clock?: Clock;
   /**
@@ -169,7 +174,12 @@ export async function recoverJournal(
     else notApplied++;
     log.info(redact(`journal: phase ${intent.index} "${intent.name}" of action ${intent.action_id} in ${intent.tenant} from an interrupted run was ${outcome === 'applied' ? 'applied' : 'not applied'}`));
   };
-  for (const intent of pending) {
+  const skipped = opts.tenants ? pending.filter((i) => !opts.tenants!.has(i.tenant)) : [];
+  for (const intent of skipped) {
+    log.warn(`journal: phase ${intent.index} "${intent.name}" of action ${intent.action_id} in ${intent.tenant} is in doubt since an interrupted run; it is left for a run that covers tenant ${intent.tenant} (dus-sync apply --tenant ${intent.tenant})`);
+  }
+  const mine = skipped.length > 0 ? pending.filter((i) => !skipped.includes(i)) : pending;
+  for (const intent of mine) {
     const present = await isPresent(client, intent);
     if (present) await settle(intent, 'applied');
     else if (ageMs(intent, clock) < settleMs) young.push(intent);
@@ -181,7 +191,7 @@ export async function recoverJournal(
     await clock.sleep(wait);
     for (const intent of young) await settle(intent, (await isPresent(client, intent)) ? 'applied' : 'not-applied');
   }
-  return { resolved: pending.length, applied, notApplied };
+  return { resolved: mine.length, applied, notApplied };
 }
 
 async function isPresent(client: { tenant(name: string): TenantClient }, intent: Intent): Promise<boolean> {

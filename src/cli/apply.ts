@@ -41,7 +41,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
   });
   try {
-    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log }, client, async (journal) => {
+    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log, tenants: tenantsOf(desired) }, client, async (journal) => {
       const { plan } = await fetchAndPlan(client, desired, opts.concurrency);
       process.stdout.write(renderText(plan, { color }));
       enforceSafety(plan, config, opts);
@@ -66,7 +66,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
   });
   try {
-    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log }, client, async (journal) => {
+    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log, tenants: tenantsOf(desired) }, client, async (journal) => {
       const live = await fetchLive(client, desired, { concurrency: opts.concurrency });
       const stale = staleObjects(saved, live);
       if (stale.length > 0) {
