@@ -1,7 +1,8 @@
 // Desired-state files → DesiredState: find, read, parse with positions, validate (Ajv and the
 // semantic checks of SPEC section 1), assemble. parseFile is pure and per file so that the
 // watch agent can cache its result by path and text and re-parse only what changed.
-import { readFile, stat } from 'node:fs/promises';
+import { readFileSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { glob } from 'tinyglobby';
@@ -226,35 +227,29 @@ export function loadDocuments(files: readonly SourceFile[], config: ResolvedConf
 
 // ---------------------------------------------------------------- reading
 
-/** Reads the files, refusing oversize ones before reading them. Unreadable files become issues. */
+/**
+ * Reads the files, refusing oversize ones before reading them. Unreadable files become issues.
+ * Synchronously, one at a time: thousands of small files through the promise API cost some
+ * ten times more (a thread-pool round trip per open, stat, read and close: 0.3 s of CPU for a
+ * 20,000-document repo), nothing else runs while the desired state loads, and only one file
+ * is ever open.
+ */
 export async function readParsedFiles(config: ResolvedConfig, paths?: readonly string[]): Promise<ParsedFile[]> {
   const list = paths ?? await listResourceFiles(config);
-  return mapLimited(list, 32, async (path): Promise<ParsedFile> => {
+  return list.map((path): ParsedFile => {
     const abs = join(config.dir, path);
     const shown = displayPath(config, path);
     const failed = (message: string): ParsedFile => ({ path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] });
+    let text: string;
     try {
-      const st = await stat(abs);
+      const st = statSync(abs);
       if (st.size > MAX_FILE_BYTES) return failed(`the file is ${(st.size / 1024 / 1024).toFixed(1)} MiB, larger than the ${MAX_FILE_BYTES / 1024 / 1024} MiB limit; desired-state files are small, so this is probably not one (split it or move it out of the resources)`);
-      return parseFile({ path, text: await readFile(abs, 'utf8') }, config);
+      text = readFileSync(abs, 'utf8');
     } catch (err) {
       return failed(`the file could not be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`);
     }
+    return parseFile({ path, text }, config);
   });
-}
-
-/** Like Promise.all over map, with at most `limit` at a time: a big repo must not run out of file descriptors. */
-async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 export async function loadDesiredState(config: ResolvedConfig, filter?: LoadFilter): Promise<LoadResult> {
