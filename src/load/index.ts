@@ -231,25 +231,33 @@ export function loadDocuments(files: readonly SourceFile[], config: ResolvedConf
  * Reads the files, refusing oversize ones before reading them. Unreadable files become issues.
  * Synchronously, one at a time: thousands of small files through the promise API cost some
  * ten times more (a thread-pool round trip per open, stat, read and close: 0.3 s of CPU for a
- * 20,000-document repo), nothing else runs while the desired state loads, and only one file
- * is ever open.
+ * 20,000-document repo), and only one file is ever open. Every 256 files the event loop gets
+ * a turn: in one long synchronous burst V8 grows the heap more (plan at 100,000 records peaked
+ * at 335 MB instead of 296 MB).
  */
 export async function readParsedFiles(config: ResolvedConfig, paths?: readonly string[]): Promise<ParsedFile[]> {
   const list = paths ?? await listResourceFiles(config);
-  return list.map((path): ParsedFile => {
-    const abs = join(config.dir, path);
-    const shown = displayPath(config, path);
-    const failed = (message: string): ParsedFile => ({ path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] });
-    let text: string;
-    try {
-      const st = statSync(abs);
-      if (st.size > MAX_FILE_BYTES) return failed(`the file is ${(st.size / 1024 / 1024).toFixed(1)} MiB, larger than the ${MAX_FILE_BYTES / 1024 / 1024} MiB limit; desired-state files are small, so this is probably not one (split it or move it out of the resources)`);
-      text = readFileSync(abs, 'utf8');
-    } catch (err) {
-      return failed(`the file could not be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`);
-    }
-    return parseFile({ path, text }, config);
-  });
+  const out: ParsedFile[] = [];
+  for (let i = 0; i < list.length; i++) {
+    if (i > 0 && i % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    out.push(readOne(config, list[i]!));
+  }
+  return out;
+}
+
+function readOne(config: ResolvedConfig, path: string): ParsedFile {
+  const abs = join(config.dir, path);
+  const shown = displayPath(config, path);
+  const failed = (message: string): ParsedFile => ({ path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] });
+  let text: string;
+  try {
+    const st = statSync(abs);
+    if (st.size > MAX_FILE_BYTES) return failed(`the file is ${(st.size / 1024 / 1024).toFixed(1)} MiB, larger than the ${MAX_FILE_BYTES / 1024 / 1024} MiB limit; desired-state files are small, so this is probably not one (split it or move it out of the resources)`);
+    text = readFileSync(abs, 'utf8');
+  } catch (err) {
+    return failed(`the file could not be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`);
+  }
+  return parseFile({ path, text }, config);
 }
 
 export async function loadDesiredState(config: ResolvedConfig, filter?: LoadFilter): Promise<LoadResult> {
