@@ -12,6 +12,7 @@ import type { ApiClient } from '../api/client.js';
 import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
+import { describeChange } from '../core/render/describe.js';
 import { useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 
@@ -127,9 +128,7 @@ async function approve(plan: Plan, autoApprove: boolean): Promise<void> {
 }
 
 function describe(change: Change): string {
-  return change.kind === 'firmware'
-    ? `firmware ${change.key} (${change.component_name}) in ${change.tenant}`
-    : `phase ${change.index} "${change.after.name}" on action ${change.key} in ${change.tenant}`;
+  return `${describeChange(change)} in ${change.tenant}`;
 }
 
 /** On a TTY one live line (done/total, failures, rate); in CI one line per change. */
