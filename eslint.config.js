@@ -2,11 +2,21 @@
 // an un-awaited write in the executor or the agent is a silent bug.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'src/model/schema.gen.ts', '**/*.js', '**/*.mjs'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bench/out/**', 'src/model/schema.gen.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  {
+    // Scripts, benchmarks and test fixtures in plain JavaScript run on Node.
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
+    languageOptions: { globals: { ...globals.node } },
+  },
+  {
+    files: ['**/*.cjs'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   {
     files: ['**/*.ts'],
     languageOptions: {
