@@ -16,7 +16,6 @@ import { checkSafety } from '../core/safety.js';
 import { executePlan } from '../apply/executor.js';
 import { Journal, recoverJournal } from '../apply/journal.js';
 import { acquireLock } from '../apply/lock.js';
-import { VERSION } from '../version.js';
 
 export interface ConnectOptions {
   readonly env: NodeJS.ProcessEnv;
@@ -151,4 +150,3 @@ export const systemClock: Clock = {
   }),
 };
 
-export { VERSION };

@@ -1,11 +1,7 @@
 // Pure check used after applying a saved plan (which has no desired state to re-plan from):
 // each change must now be visible in the live state.
 import type { Change, LiveState } from '../model/index.js';
-import { deepEqual } from '../core/canonical.js';
-
-function sortedDeps(deps: readonly { component_name: string; min_version: string }[]): { component_name: string; min_version: string }[] {
-  return [...deps].sort((a, b) => (a.component_name < b.component_name ? -1 : a.component_name > b.component_name ? 1 : 0));
-}
+import { deepEqual, sortDependencies } from '../core/canonical.js';
 
 export function unconvergedChanges(changes: readonly Change[], live: LiveState): string[] {
   const out: string[] = [];
@@ -18,7 +14,7 @@ export function unconvergedChanges(changes: readonly Change[], live: LiveState):
         const ok = record !== undefined
           && record.is_deactivated === c.body.is_deactivated
           && record.uncompressed_size === c.body.uncompressed_size
-          && deepEqual(sortedDeps(record.dependencies), sortedDeps(c.body.dependencies));
+          && deepEqual(sortDependencies(record.dependencies), sortDependencies(c.body.dependencies));
         if (!ok) out.push(`firmware ${c.key} in ${c.tenant} does not have the planned values`);
         break;
       }

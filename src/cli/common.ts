@@ -1,6 +1,6 @@
 // Steps the API commands share: config → desired → client, and writing files atomically.
 import { rename, writeFile } from 'node:fs/promises';
-import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
+import type { Logger, ResolvedConfig } from '../model/index.js';
 import { resolveConfig } from '../load/config.js';
 import type { LoadFilter } from '../load/index.js';
 import { parseSelector, stderrLogger, type GlobalOptions } from './context.js';
@@ -23,9 +23,4 @@ export async function writeFileAtomic(path: string, text: string, mode = 0o644):
   const tmp = `${path}.tmp-${process.pid}`;
   await writeFile(tmp, text, { mode });
   await rename(tmp, path);
-}
-
-export function describeTenants(desired: DesiredState): string {
-  const set = new Set<string>([...desired.firmwares.map((f) => f.tenant), ...desired.actions.map((a) => a.tenant)]);
-  return [...set].sort().join(', ');
 }
