@@ -26,8 +26,23 @@ function faultsFrom(opts: Record<string, unknown>): FaultSettings {
     failRate: rate('--fail-rate', opts.failRate),
     rateLimit: parseRateLimit(opts.rateLimit),
     dropAfterCommitRate: rate('--drop-after-commit-rate', opts.dropAfterCommitRate),
+    readLagMs: Number(opts.readLag ?? 0),
+    lateCommitMs: Number(opts.lateCommit ?? 0),
+    raceAppendEvery: Number(opts.raceAppendEvery ?? 0),
+    wrongAction: parseWrongAction(opts.wrongAction),
     seed: Number(opts.faultSeed ?? 1),
   };
+}
+
+/** "--wrong-action 100=101" (repeatable): GET /actions/100 is answered with action 101. */
+export function parseWrongAction(value: unknown): Record<number, number> {
+  const out: Record<number, number> = {};
+  for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+    const m = /^\s*(\d+)\s*=\s*(\d+)\s*$/.exec(String(item));
+    if (!m) throw new UserError(`--wrong-action takes ASKED=ANSWERED action ids like "100=101", not "${String(item)}".`);
+    out[Number(m[1])] = Number(m[2]);
+  }
+  return out;
 }
 
 function waitForSignal(): Promise<NodeJS.Signals> {

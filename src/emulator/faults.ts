@@ -11,6 +11,24 @@ export interface FaultSettings {
   dropAfterCommitRate: number;
   /** Deterministic alternative: drop every Nth committed append_phase (2 = every second). */
   dropEvery?: number;
+  /**
+   * GET /actions/{id} shows the action as it was this long ago (a read replica or a queue
+   * behind the writer): a phase appended within the last readLagMs is not in the answer yet,
+   * nor in the answer of the append_phase that stored it.
+   */
+  readLagMs?: number;
+  /**
+   * append_phase answers 504 at once and stores the phase this long afterwards: a gateway that
+   * gave up while the server still works on the request. 0 = off.
+   */
+  lateCommitMs?: number;
+  /** GET /actions/{asked} is answered with action {answered} (a cache keyed wrongly). */
+  wrongAction?: Readonly<Record<number, number>>;
+  /**
+   * Every Nth append_phase finds the same phase appended by another actor a moment before its
+   * own is stored (two runners racing): the action ends with the phase twice. 0 = off.
+   */
+  raceAppendEvery?: number;
   /** Seed of the fault PRNGs. */
   seed: number;
 }
@@ -47,6 +65,7 @@ export class FaultInjector {
   private dropRng: () => number = () => 0;
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   private committedAppends = 0;
+  private appendsSeen = 0;
 
   constructor(readonly settings: FaultSettings, private readonly now: () => number = () => performance.now()) {
     this.reseedIfChanged();
@@ -61,6 +80,14 @@ export class FaultInjector {
       return { kind: 'fail', status, detail: FAIL_DETAILS[status] };
     }
     return { kind: 'none' };
+  }
+
+  /** Before an append_phase is stored: whether another actor's identical append lands first. */
+  raceBeforeAppend(): boolean {
+    this.reseedIfChanged();
+    this.appendsSeen += 1;
+    const every = this.settings.raceAppendEvery ?? 0;
+    return every > 0 && this.appendsSeen % every === 0;
   }
 
   /** After an append_phase was committed: whether to drop the connection instead of answering. */
@@ -94,5 +121,6 @@ export class FaultInjector {
     this.failKindRng = mulberry32(seed ^ 0x5bd1e995);
     this.dropRng = mulberry32(seed ^ 0x9e3779b9);
     this.committedAppends = 0;
+    this.appendsSeen = 0;
   }
 }

@@ -139,6 +139,8 @@ interface Ctx {
   opts: EmulatorOptions;
   baseUrl: () => string;
   sleep: (ms: number) => Promise<void>;
+  /** Runs fn after ms unless the emulator closes first. */
+  later: (ms: number, fn: () => void) => void;
 }
 
 interface Outcome { status: number; tenant?: string; dropped?: boolean }
@@ -233,7 +235,10 @@ function getBundle(ctx: Ctx, tenant: string, raw: string): Answer {
 }
 
 function getAction(ctx: Ctx, tenant: string, raw: string): Answer {
-  const action = ctx.store.getAction(tenant, Number(raw));
+  const asked = Number(raw);
+  const id = ctx.faults.wrongAction?.[asked] ?? asked;
+  const lag = ctx.faults.readLagMs ?? 0;
+  const action = lag > 0 ? ctx.store.getActionAsOf(tenant, id, performance.now() - lag) : ctx.store.getAction(tenant, id);
   return action ? [200, action] : [404, { detail: 'Not found.' }];
 }
 
@@ -286,7 +291,21 @@ function appendPhase(ctx: Ctx, tenant: string, raw: string, body: unknown): Writ
   if (!ctx.store.getAction(tenant, id)) return { answer: [404, { detail: 'Not found.' }], committed: false };
   const checked = checkPhase(body);
   if (!checked.ok) return { answer: [400, checked.errors], committed: false };
-  const action = ctx.store.appendPhase(tenant, id, checked.value);
+  const late = ctx.faults.lateCommitMs ?? 0;
+  if (late > 0) {
+    // The gateway gives up at once; the server stores the phase later, unseen by the client.
+    ctx.later(late, () => { ctx.store.appendPhase(tenant, id, checked.value); ctx.stats.writes += 1; });
+    return { answer: [504, { detail: 'Gateway timeout.' }], committed: false };
+  }
+  if (ctx.injector.raceBeforeAppend()) {
+    // Another runner's identical append lands first: the action ends with the phase twice.
+    ctx.store.appendPhase(tenant, id, checked.value);
+    ctx.stats.writes += 1;
+  }
+  const stored = ctx.store.appendPhase(tenant, id, checked.value);
+  // Behind a queue the answer, like the reads, shows the action as the lagging replica has it.
+  const lag = ctx.faults.readLagMs ?? 0;
+  const action = lag > 0 ? ctx.store.getActionAsOf(tenant, id, performance.now() - lag) ?? stored : stored;
   return { answer: [201, action], committed: true, drop: ctx.injector.dropAfterCommit() };
 }
 
@@ -311,8 +330,12 @@ export async function startEmulator(opts: EmulatorOptions): Promise<RunningEmula
     const t = setTimeout(() => { timers.delete(t); resolve(); }, ms);
     timers.add(t);
   });
+  const later = (ms: number, fn: () => void) => {
+    const t = setTimeout(() => { timers.delete(t); fn(); }, ms);
+    timers.add(t);
+  };
   let url = '';
-  const ctx: Ctx = { store, faults, injector: new FaultInjector(faults), stats, opts, baseUrl: () => url, sleep };
+  const ctx: Ctx = { store, faults, injector: new FaultInjector(faults), stats, opts, baseUrl: () => url, sleep, later };
   const server = createServer({ keepAlive: true }, (req, res) => {
     stats.requests += 1;
     const started = performance.now();

@@ -213,6 +213,8 @@ export class EmulatorStore {
   private readonly tenants = new Map<string, TenantState>();
   /** Called after every change (HTTP or direct), before the change is answered. */
   onWrite: (() => void) | undefined;
+  /** When each phase appended since start was stored (ms, performance.now), per tenant/action: for read lag. */
+  private readonly appendedAt = new Map<string, number[]>();
 
   /** Validates and fills a seed; throws SeedProblem on the first problem. */
   constructor(seed: Seed) {
@@ -280,11 +282,29 @@ export class EmulatorStore {
     return a ? clone(a) : undefined;
   }
 
+  /** The action as a reader lagging behind the writer sees it: phases appended after `cutoff` are not there yet. */
+  getActionAsOf(tenant: string, id: number, cutoff: number): ActionObject | undefined {
+    const a = this.getAction(tenant, id);
+    if (!a) return undefined;
+    const times = this.appendedAt.get(`${tenant}\0${id}`) ?? [];
+    const hidden = times.filter((t) => t > cutoff).length;
+    if (hidden === 0) return a;
+    const keep = a.phases.length - hidden;
+    a.phases = a.phases.slice(0, keep);
+    a.phases_triggered = a.phases_triggered.slice(0, keep);
+    a.next_phase_index = firstUntriggered(a.phases_triggered);
+    return a;
+  }
+
   /** Appends an untriggered phase; next_phase_index becomes the first untriggered phase. */
   appendPhase(tenant: string, id: number, phase: SeedPhase): ActionObject {
     const a = this.action(tenant, id);
     a.phases.push(fillPhase(phase));
     a.phases_triggered.push(false);
+    const key = `${tenant}\0${id}`;
+    const times = this.appendedAt.get(key);
+    if (times) times.push(performance.now());
+    else this.appendedAt.set(key, [performance.now()]);
     a.next_phase_index = firstUntriggered(a.phases_triggered);
     this.changed();
     return clone(a);
