@@ -1,77 +1,146 @@
-// An advisory lock so that two applies on one machine do not interleave their writes and
-// their journal. It is only as wide as one host's process table: two hosts (CI runners,
-// replicas) must be kept apart by CI concurrency groups or a single replica.
-import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+// The apply lock: one writer per journal folder, so that two applies or watch passes on one
+// host (or pods sharing a volume) never interleave their writes and their journal.
+//
+// Ownership is a random token in the file; liveness is a heartbeat (the file's mtime, refreshed
+// through the open handle while held). A lock whose heartbeat is older than the stale timeout
+// is taken over, whatever host or PID it names: containers restart PIDs at 1 and a new pod has
+// a new host name, so neither can prove the holder is gone, but a heartbeat can. A lock of a
+// dead PID on this very host is taken over at once. The take-over is atomic: the stale file is
+// renamed aside (only one process can move it) and checked to be the one judged stale before it
+// is removed; a live lock moved by mistake is linked back. The holder checks before every write
+// that the file is still its own, so a holder that lost the lock stops writing.
+import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
+import { link, lstat, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../model/index.js';
 import { UserError } from '../errors.js';
+import { ensurePrivateDir, readWhole } from './private-dir.js';
+
+/** A holder refreshes its heartbeat this often. */
+export const LOCK_HEARTBEAT_MS = 5_000;
+/** A lock whose heartbeat is older than this is stale and taken over (six missed heartbeats). */
+export const LOCK_STALE_MS = 30_000;
+
+const LOCK_FILE = 'apply.lock';
 
 interface LockInfo {
+  token: string;
   pid: number;
   host: string;
   started: string;
 }
 
-const LOCK_FILE = 'apply.lock';
-
-export async function acquireLock(dir: string, opts: { log?: Logger } = {}): Promise<{ release(): Promise<void> }> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, LOCK_FILE);
-  const mine: LockInfo = { pid: process.pid, host: hostname(), started: new Date().toISOString() };
-  const content = JSON.stringify(mine) + '\n';
-  // Two rounds: the second follows the take-over of a stale lock.
-  for (let round = 0; round < 2; round++) {
-    if (await tryCreate(path, content)) return { release: () => releaseIfMine(path, content) };
-    const held = await readLock(path);
-    if (held === 'gone') continue;
-    if (!isStale(held)) throw heldError(held, dir);
-    opts.log?.warn(staleWarning(held, path));
-    await removeIfUnchanged(path, held);
-  }
-  const held = await readLock(path);
-  throw heldError(held === 'gone' ? null : held, dir);
+export interface ApplyLock {
+  readonly path: string;
+  /** Throws when another process holds the lock now (taken over after a missed heartbeat). */
+  assertHeld(): Promise<void>;
+  release(): Promise<void>;
 }
 
-async function tryCreate(path: string, content: string): Promise<boolean> {
+export interface LockOptions {
+  readonly log?: Logger;
+  readonly staleMs?: number;
+  readonly heartbeatMs?: number;
+}
+
+/** The lock was taken over: the holder must stop writing. */
+export class LockLostError extends UserError {
+  constructor(path: string) {
+    super(`the lock ${path} was taken over by another process (this one missed its heartbeats); no further writes were sent: run again`);
+  }
+}
+
+export async function acquireLock(dir: string, opts: LockOptions = {}): Promise<ApplyLock> {
+  await ensurePrivateDir(dir, 'its journal and lock');
+  const path = join(dir, LOCK_FILE);
+  const staleMs = opts.staleMs ?? LOCK_STALE_MS;
+  const mine: LockInfo = { token: randomUUID(), pid: process.pid, host: hostname(), started: new Date().toISOString() };
+  for (let round = 0; round < 3; round++) {
+    const handle = await tryCreate(path, JSON.stringify(mine) + '\n');
+    if (handle) return held(path, handle, opts.heartbeatMs ?? LOCK_HEARTBEAT_MS);
+    const seen = await inspect(path);
+    if (seen === 'gone') continue;
+    if (!isStale(seen, staleMs)) throw heldError(seen.info, dir);
+    opts.log?.warn(staleWarning(seen, path));
+    await takeOver(path, seen, mine.token);
+  }
+  const seen = await inspect(path);
+  throw heldError(seen === 'gone' ? null : seen.info, dir);
+}
+
+async function tryCreate(path: string, content: string): Promise<FileHandle | undefined> {
+  let h: FileHandle;
   try {
-    const h = await open(path, 'wx', 0o600);
-    try {
-      await h.write(content);
-      await h.sync();
-    } finally {
-      await h.close();
-    }
-    return true;
+    h = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+    throw err;
+  }
+  try {
+    await h.write(content);
+    await h.sync();
+    return h;
+  } catch (err) {
+    await h.close();
+    await unlink(path).catch(() => undefined);
     throw err;
   }
 }
 
-/** The holder's info; null when the file is not readable as a lock (torn or foreign); 'gone' when it vanished. */
-async function readLock(path: string): Promise<LockInfo | null | 'gone'> {
-  let text: string;
+interface Seen {
+  /** null: empty, torn or not a lock of ours (a crash between create and write leaves it empty). */
+  readonly info: LockInfo | null;
+  readonly text: string | null;
+  readonly mtimeMs: number;
+  readonly ino: number;
+}
+
+/** What is at the lock path now, read without following a link. */
+async function inspect(path: string): Promise<Seen | 'gone'> {
+  let st;
   try {
-    text = await readFile(path, 'utf8');
+    st = await lstat(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
     throw err;
   }
+  const text = st.isFile() ? await readNoFollow(path) : null;
+  return { info: parse(text), text, mtimeMs: st.mtimeMs, ino: st.ino };
+}
+
+async function readNoFollow(path: string): Promise<string | null> {
+  let h: FileHandle;
+  try {
+    h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    // A lock is a line; anything larger is not one of ours.
+    return (await h.stat()).size > 4096 ? null : await readWhole(h);
+  } finally {
+    await h.close();
+  }
+}
+
+function parse(text: string | null): LockInfo | null {
+  if (text === null) return null;
   try {
     const v = JSON.parse(text) as Partial<LockInfo>;
     if (typeof v.pid === 'number' && typeof v.host === 'string' && typeof v.started === 'string') {
-      return { pid: v.pid, host: v.host, started: v.started };
+      return { token: typeof v.token === 'string' ? v.token : '', pid: v.pid, host: v.host, started: v.started };
     }
-  } catch { /* fall through */ }
+  } catch { /* not a lock */ }
   return null;
 }
 
-/** A lock is stale only when we can prove it: same host and its process is gone. */
-function isStale(held: LockInfo | null): boolean {
-  if (held === null) return false;
-  if (held.host !== hostname()) return false;
-  return !isAlive(held.pid);
+/** Stale: the heartbeat stopped longer ago than the timeout, or the holder is a dead process of this host. */
+function isStale(seen: Seen, staleMs: number): boolean {
+  if (Date.now() - seen.mtimeMs > staleMs) return true;
+  const info = seen.info;
+  return info !== null && info.host === hostname() && info.pid !== process.pid && !isAlive(info.pid);
 }
 
 export function isAlive(pid: number): boolean {
@@ -85,34 +154,86 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-async function removeIfUnchanged(path: string, held: LockInfo | null): Promise<void> {
-  // Re-read just before removing so that a lock another process took over a moment ago is kept.
-  const now = await readLock(path);
-  if (now === 'gone') return;
-  if (JSON.stringify(now) !== JSON.stringify(held)) return;
-  await unlink(path).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== 'ENOENT') throw err;
-  });
+/**
+ * Moves the stale lock aside (rename is atomic: of several processes taking over, one moves it)
+ * and removes it only if it is the very file judged stale; a fresh lock moved by mistake (another
+ * process took over in between) is linked back, never overwritten.
+ */
+async function takeOver(path: string, judged: Seen, token: string): Promise<void> {
+  const aside = `${path}.takeover-${token}`;
+  try {
+    await rename(path, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const moved = await inspect(aside);
+  const same = moved !== 'gone' && moved.ino === judged.ino && moved.mtimeMs === judged.mtimeMs && moved.text === judged.text;
+  if (!same) await link(aside, path).catch(() => undefined);
+  await unlink(aside).catch(() => undefined);
 }
 
-async function releaseIfMine(path: string, content: string): Promise<void> {
-  const text = await readFile(path, 'utf8').catch(() => null);
-  if (text !== content) return;
-  await unlink(path).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== 'ENOENT') throw err;
-  });
+function held(path: string, handle: FileHandle, heartbeatMs: number): ApplyLock {
+  let released = false;
+  let lost = false;
+  let beating: Promise<void> = Promise.resolve();
+  const ownIno = handle.stat().then((s) => s.ino);
+  const check = async (): Promise<void> => {
+    if (lost) throw new LockLostError(path);
+    let ino: number;
+    try {
+      ino = (await lstat(path)).ino;
+    } catch {
+      ino = -1;
+    }
+    if (ino !== await ownIno) {
+      lost = true;
+      throw new LockLostError(path);
+    }
+  };
+  const timer = setInterval(() => {
+    beating = (async () => {
+      // Through the handle: if the path was taken over, the other holder's file is not touched.
+      const now = new Date();
+      await handle.utimes(now, now).catch(() => undefined);
+    })();
+  }, heartbeatMs);
+  timer.unref();
+  return {
+    path,
+    assertHeld: check,
+    async release(): Promise<void> {
+      if (released) return;
+      released = true;
+      clearInterval(timer);
+      await beating;
+      try {
+        const still = await check().then(() => true, () => false);
+        if (still) {
+          await unlink(path).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== 'ENOENT') throw err;
+          });
+        }
+      } finally {
+        await handle.close();
+      }
+    },
+  };
 }
 
 function heldError(held: LockInfo | null, dir: string): UserError {
   const lockName = join(displayDir(dir), LOCK_FILE);
   const who = held === null ? 'a process that left an unreadable lock' : `pid ${held.pid}${held.host !== hostname() ? ` on ${held.host}` : ''}, started ${held.started}`;
   return new UserError(
-    `another dus-sync apply (${who}) holds ${lockName}; wait for it or remove the file if that process is gone`,
+    `another dus-sync apply (${who}) holds ${lockName}; wait for it: the lock is taken over once its heartbeat is ${Math.round(LOCK_STALE_MS / 1000)} s old`,
   );
 }
 
-function staleWarning(held: LockInfo | null, path: string): string {
-  return `taking over the stale lock ${path}: pid ${held?.pid ?? '?'} that held it since ${held?.started ?? '?'} is gone`;
+function staleWarning(seen: Seen, path: string): string {
+  const info = seen.info;
+  const age = Math.max(0, Math.round((Date.now() - seen.mtimeMs) / 1000));
+  const who = info === null ? 'an empty or unreadable lock' : `pid ${info.pid} on ${info.host}, started ${info.started}`;
+  return `taking over the stale lock ${path}: ${who}, last heartbeat ${age} s ago`;
 }
 
 function displayDir(dir: string): string {

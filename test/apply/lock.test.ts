@@ -1,9 +1,10 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, writeFile, access } from 'node:fs/promises';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, utimes, writeFile, access } from 'node:fs/promises';
+import { build } from 'esbuild';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { acquireLock } from '../../src/apply/lock.js';
+import { join, resolve } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { acquireLock, LockLostError } from '../../src/apply/lock.js';
 import { UserError } from '../../src/errors.js';
 import { memoryLog } from './fakes.js';
 
@@ -35,7 +36,7 @@ describe('acquireLock', () => {
     const second = acquireLock(dir);
     await expect(second).rejects.toBeInstanceOf(UserError);
     await expect(acquireLock(dir)).rejects.toThrow(
-      new RegExp(`^another dus-sync apply \\(pid ${process.pid}, started \\d{4}-[^)]+\\) holds .*apply\\.lock; wait for it or remove the file if that process is gone$`),
+      new RegExp(`^another dus-sync apply \\(pid ${process.pid}, started \\d{4}-[^)]+\\) holds .*apply\\.lock; wait for it: the lock is taken over once its heartbeat is 30 s old$`),
     );
     await lock.release();
     const again = await acquireLock(dir);
@@ -61,16 +62,110 @@ describe('acquireLock', () => {
     await lock.release();
   });
 
-  it('does not take over a lock from another host, whose processes it cannot see', async () => {
+  it('does not take over a fresh lock from another host, whose processes it cannot see', async () => {
     await writeFile(join(dir, 'apply.lock'), JSON.stringify({ pid: deadPid(), host: 'ci-runner-7', started: '2026-01-01T00:00:00.000Z' }));
     await expect(acquireLock(dir)).rejects.toThrow(/on ci-runner-7/);
   });
 
-  it('does not release a lock that another process has taken over since', async () => {
+  it('does not release a lock that another process has taken over since, and knows it lost it', async () => {
     const lock = await acquireLock(dir);
-    const theirs = JSON.stringify({ pid: 1, host: hostname(), started: '2026-01-01T00:00:00.000Z' });
+    const theirs = JSON.stringify({ token: 'theirs', pid: 1, host: hostname(), started: '2026-01-01T00:00:00.000Z' });
+    // The take-over moved ours aside and created its own (a new file, a new inode).
+    await rename(join(dir, 'apply.lock'), join(dir, 'moved-aside'));
     await writeFile(join(dir, 'apply.lock'), theirs);
+    await expect(lock.assertHeld()).rejects.toBeInstanceOf(LockLostError);
     await lock.release();
     expect(await readFile(join(dir, 'apply.lock'), 'utf8')).toBe(theirs);
   });
+
+  it('keeps its heartbeat going while held: the lock file\'s mtime moves', async () => {
+    const lock = await acquireLock(dir, { heartbeatMs: 20 });
+    const path = join(dir, 'apply.lock');
+    const old = new Date(Date.now() - 3_600_000);
+    await utimes(path, old, old);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(Date.now() - (await stat(path)).mtimeMs).toBeLessThan(5_000);
+    await lock.assertHeld();
+    await lock.release();
+  });
+
+  it('takes over an empty lock (killed between create and write) once its heartbeat is old, not before', async () => {
+    const path = join(dir, 'apply.lock');
+    await writeFile(path, '');
+    await expect(acquireLock(dir)).rejects.toThrow(/a process that left an unreadable lock/);
+    const old = new Date(Date.now() - 60_000);
+    await utimes(path, old, old);
+    const log = memoryLog();
+    const lock = await acquireLock(dir, { log });
+    expect(log.lines[0]).toMatch(/taking over the stale lock .*: an empty or unreadable lock, last heartbeat 60 s ago/);
+    await lock.release();
+  });
+
+  it('takes over a lock whose PID is alive (PID reuse in a new container) once its heartbeat is old', async () => {
+    const path = join(dir, 'apply.lock');
+    await writeFile(path, JSON.stringify({ token: 'x', pid: process.ppid, host: hostname(), started: '2026-01-01T00:00:00.000Z' }));
+    await expect(acquireLock(dir)).rejects.toBeInstanceOf(UserError);
+    const old = new Date(Date.now() - 60_000);
+    await utimes(path, old, old);
+    const lock = await acquireLock(dir);
+    await lock.release();
+  });
+
+  it('of many processes taking over one stale lock at once, exactly one wins, twenty times over', async () => {
+    const path = join(dir, 'apply.lock');
+    for (let round = 0; round < 20; round++) {
+      await writeFile(path, JSON.stringify({ token: `dead-${round}`, pid: 1, host: 'gone-pod', started: '2026-01-01T00:00:00.000Z' }));
+      const old = new Date(Date.now() - 60_000);
+      await utimes(path, old, old);
+      // Separate processes (in-process calls would share one event loop and never truly race),
+      // released together once all have started, so that they overlap.
+      const go = join(dir, `go-${round}`);
+      let ready = 0;
+      let release: () => void = () => undefined;
+      const allReady = new Promise<void>((r) => { release = r; });
+      const racers = Promise.all(Array.from({ length: 5 }, () => new Promise<string>((resolve) => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', RACER_BODY, dir, racerModule, go], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.startsWith('ready\n') && out.length === 6 && ++ready === 5) release();
+        });
+        child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+        child.on('close', () => resolve(out.replace(/^ready\n/, '').trim()));
+      })));
+      await allReady;
+      await writeFile(go, '');
+      const results = await racers;
+      expect(results.filter((r) => r === 'won'), results.join('\n')).toHaveLength(1);
+      expect(results.filter((r) => r !== 'won').every((r) => r.startsWith('refused')), results.join('\n')).toBe(true);
+      await rm(path, { force: true });
+    }
+  }, 60_000);
 });
+
+// A racer: takes the lock, holds it a moment (so the others see it held), reports. The lock
+// module is bundled on its own for it (beforeAll).
+let racerModule = '';
+beforeAll(async () => {
+  const cache = resolve('node_modules/.dus-sync-test');
+  await mkdir(cache, { recursive: true });
+  racerModule = join(cache, `lock-racer-${process.pid}.mjs`);
+  await build({ entryPoints: [resolve('src/apply/lock.ts')], outfile: racerModule, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'warning' });
+});
+afterAll(async () => { await rm(racerModule, { force: true }); });
+
+const RACER_BODY = `
+const { acquireLock } = await import(process.argv[2]);
+const { existsSync } = await import('node:fs');
+console.log('ready');
+while (!existsSync(process.argv[3])) await new Promise((r) => setTimeout(r, 2));
+try {
+  const lock = await acquireLock(process.argv[1]);
+  await new Promise((r) => setTimeout(r, 300));
+  await lock.assertHeld();
+  console.log('won');
+  await lock.release();
+} catch (err) {
+  console.log('refused ' + err.message);
+}
+`;

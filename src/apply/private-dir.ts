@@ -1,0 +1,62 @@
+// The folder of the journal and the lock: created 0700, and an existing one checked before a
+// file is opened in it. A pull request can add `.dus-sync` to the repository as a symbolic link,
+// and a shared folder (/tmp) lets others plant files: both are refused rather than followed.
+import { constants } from 'node:fs';
+import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { UserError } from '../errors.js';
+
+/** Creates the folder 0700, or checks an existing one: a real folder, ours, not shared; a loose mode is tightened. */
+export async function ensurePrivateDir(dir: string, what: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    throw new UserError(`cannot create the folder ${dir} for ${what} (${err.code ?? err.message}); check the path and its permissions`);
+  });
+  const st = await lstat(dir);
+  if (st.isSymbolicLink()) {
+    throw new UserError(`${dir} is a symbolic link; dus-sync keeps ${what} only in a real folder: remove the link (a pull request may have added it) or pass --journal with another path`);
+  }
+  if (!st.isDirectory()) throw new UserError(`${dir} is not a folder; remove it or pass --journal with another path`);
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) {
+    throw new UserError(`${dir} belongs to user ${st.uid}, not to this user (${uid}); dus-sync keeps ${what} only in a folder of its own: pass --journal with a path in such a folder`);
+  }
+  if ((st.mode & 0o1000) !== 0) {
+    throw new UserError(`${dir} is a shared folder (sticky bit); dus-sync keeps ${what} only in a folder of its own: pass --journal with a path in such a folder`);
+  }
+  if ((st.mode & 0o077) !== 0) await chmod(dir, 0o700);
+}
+
+/** Opens a file in a private folder without following a symbolic link, and checks it is a regular file of ours. */
+export async function openPrivateFile(path: string, flags: number, what: string): Promise<FileHandle> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EMLINK') throw new UserError(`${path} is a symbolic link; dus-sync does not follow links for ${what}: remove it`);
+    throw err;
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new UserError(`${path} is not a regular file; remove it so dus-sync can keep ${what} there`);
+    const uid = process.getuid?.();
+    if (uid !== undefined && st.uid !== uid) throw new UserError(`${path} belongs to user ${st.uid}, not to this user (${uid}); remove it`);
+    if ((st.mode & 0o777) !== 0o600) await handle.chmod(0o600);
+    return handle;
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+/** The whole file through an open handle, from its first byte (positioned reads: O_APPEND handles sit at the end). */
+export async function readWhole(handle: FileHandle): Promise<string> {
+  const { size } = await handle.stat();
+  const buf = Buffer.alloc(size);
+  let off = 0;
+  while (off < size) {
+    const { bytesRead } = await handle.read(buf, off, size - off, off);
+    if (bytesRead === 0) break;
+    off += bytesRead;
+  }
+  return buf.subarray(0, off).toString('utf8');
+}
