@@ -1,15 +1,26 @@
 // The intent journal (SPEC section 3): one JSON line per append_phase intent, fsync'd before
-// the request leaves, and one line per outcome. An intent without an outcome is an append
-// whose fate is unknown (the process died or lost the answer); the next apply reads the
-// action back to settle it before planning anything new.
+// the action is read for the last time and the request leaves, and one line per outcome:
+//
+//   intent        an append is about to be decided and maybe sent
+//   acknowledged  the API answered 2xx: final, never sent again, kept until a read shows it
+//   applied       a read showed the phase at its index: settled
+//   not-applied   certainly not stored (not sent, refused with a 4xx, or absent from reads for
+//                 the whole settle window): settled
+//   absent        a read showed the phase absent (its first time starts the settle window)
+//
+// An intent without a final outcome is "open": pending (the outcome is unknown: the process died
+// or the answer was lost) or acknowledged (stored by the API's word, not yet visible in reads).
+// Every run settles the open intents of its tenants before it plans, and appends nothing to an
+// action that still has one.
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, chmod } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import type { Clock, Logger } from '../model/index.js';
+import { constants } from 'node:fs';
+import { rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Action, Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { redact } from '../redact.js';
 import { phaseDigest } from './digest.js';
+import { ensurePrivateDir, openPrivateFile, readWhole } from './private-dir.js';
 
 export interface Intent {
   id: string;
@@ -22,31 +33,51 @@ export interface Intent {
   at: string;
 }
 
-export type Outcome = 'applied' | 'not-applied';
+export type Outcome = 'applied' | 'not-applied' | 'acknowledged';
+
+/** An intent whose fate is not settled. */
+export interface OpenIntent extends Intent {
+  readonly state: 'pending' | 'acknowledged';
+  /** When a read first showed the phase absent (ms since the epoch). */
+  readonly absentSince?: number;
+  readonly acknowledgedAt?: string;
+}
 
 type Line =
   | ({ type: 'intent' } & Intent)
-  | { type: 'outcome'; id: string; outcome: Outcome; at: string };
+  | { type: 'outcome'; id: string; outcome: Outcome; at: string }
+  | { type: 'absent'; id: string; at: string };
+
+const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
 
 export class Journal {
   // Writes are chained so that lines never interleave and each fsync covers its own line.
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(readonly path: string, private handle: FileHandle | null) {}
-
-  /** Creates the folder (0700) and the file (0600) when needed. */
-  static async open(path: string): Promise<Journal> {
-    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-    const handle = await open(path, 'a', 0o600);
-    // An existing file created by hand or under a loose umask is tightened: it names actions and phases.
-    await chmod(path, 0o600);
-    return new Journal(path, handle);
+  /**
+   * Every line of the file, parsed once at open and kept up to date by this, its only writer
+   * (the lock keeps other processes out): reading the file again for every append would make a
+   * run of n appends cost n² bytes.
+   */
+  private constructor(readonly path: string, private handle: FileHandle | null, private readonly lines: Line[]) {
+    this.index();
   }
 
-  /** Intents without an outcome: appends a crashed or interrupted run left in doubt. */
-  async pending(): Promise<Intent[]> {
-    await this.queue;
-    return pendingOf(parseLines(await readFile(this.path, 'utf8')));
+  /** Creates the folder (0700) and the file (0600) when needed; never follows a symbolic link. */
+  static async open(path: string): Promise<Journal> {
+    await ensurePrivateDir(dirname(path), 'its journal and lock');
+    const handle = await openPrivateFile(path, OPEN_FLAGS, 'the journal');
+    try {
+      return new Journal(path, handle, parseLines(await readWhole(handle)));
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  /** Intents without a final outcome, oldest first. */
+  open(): OpenIntent[] {
+    return openOf(this.lines);
   }
 
   /** Durable (fsync'd) before it resolves, so the request may be sent only after. */
@@ -63,16 +94,50 @@ export class Journal {
     await this.append({ type: 'outcome', id, outcome, at: new Date().toISOString() });
   }
 
+  async recordAbsent(id: string, at: number): Promise<void> {
+    await this.append({ type: 'absent', id, at: new Date(at).toISOString() });
+  }
+
+  /** Marks as applied every acknowledged intent that this fresh read of its action shows at its index. */
+  async confirm(tenant: string, action: Action): Promise<number> {
+    const shown = this.acknowledged.get(actionKey(tenant, action.id));
+    if (shown === undefined || shown.size === 0) return 0;
+    let n = 0;
+    for (const i of [...shown.values()]) {
+      if (!shownAt(action, i)) continue;
+      await this.recordOutcome(i.id, 'applied');
+      n++;
+    }
+    return n;
+  }
+
   /**
-   * Drops every settled record. After a clean run that empties the file (keeping it and its
-   * 0600 mode); an intent still in doubt is kept, so calling this is always safe.
+   * Rewrites the file with only the open intents (their intent, acknowledgement and first
+   * absence), through an exclusive temporary file renamed over it. After a clean run the file is
+   * empty; an intent still open is kept, so calling this is always safe.
    */
   async compact(): Promise<void> {
     await this.enqueue(async (h) => {
-      const keep = pendingOf(parseLines(await readFile(this.path, 'utf8')));
-      await h.truncate(0);
-      if (keep.length > 0) await h.write(keep.map((i) => JSON.stringify({ type: 'intent', ...i }) + '\n').join(''));
-      await h.sync();
+      const keep = openOf(this.lines).flatMap(linesOf);
+      const text = keep.map((l) => JSON.stringify(l) + '\n').join('');
+      const tmp = join(dirname(this.path), `.${basename(this.path)}.${randomUUID()}.tmp`);
+      const out = await openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 'the journal');
+      try {
+        await out.write(text);
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      try {
+        await rename(tmp, this.path);
+      } catch (err) {
+        await unlink(tmp).catch(() => undefined);
+        throw err;
+      }
+      await h.close();
+      this.handle = await openPrivateFile(this.path, OPEN_FLAGS, 'the journal');
+      this.lines.splice(0, this.lines.length, ...keep);
+      this.index();
     });
   }
 
@@ -83,28 +148,101 @@ export class Journal {
     await h?.close();
   }
 
+  /** Acknowledged intents not yet seen in a read, by action: what confirm() looks for. */
+  private readonly acknowledged = new Map<string, Map<string, Intent>>();
+
+  /** Every intent by id, for the outcome lines that refer to them. */
+  private readonly intents = new Map<string, Intent>();
+
+  private index(): void {
+    this.acknowledged.clear();
+    this.intents.clear();
+    for (const l of this.lines) if (l.type === 'intent') this.intents.set(l.id, l);
+    for (const i of openOf(this.lines)) if (i.state === 'acknowledged') this.track(i);
+  }
+
+  private track(i: Intent): void {
+    const key = actionKey(i.tenant, i.action_id);
+    let m = this.acknowledged.get(key);
+    if (!m) this.acknowledged.set(key, (m = new Map()));
+    m.set(i.id, i);
+  }
+
+  private live(): FileHandle {
+    if (this.handle === null) throw new Error(`the journal ${this.path} is closed`);
+    return this.handle;
+  }
+
   private append(line: Line): Promise<void> {
     return this.enqueue(async (h) => {
       await h.write(JSON.stringify(line) + '\n');
       await h.sync();
+      this.lines.push(line);
+      if (line.type === 'intent') this.intents.set(line.id, line);
+      if (line.type === 'outcome') this.noteOutcome(line.id, line.outcome);
     });
   }
 
+  private noteOutcome(id: string, outcome: Outcome): void {
+    if (outcome === 'acknowledged') {
+      const intent = this.intents.get(id);
+      if (intent) this.track(intent);
+      return;
+    }
+    for (const m of this.acknowledged.values()) m.delete(id);
+  }
+
   private enqueue(op: (h: FileHandle) => Promise<void>): Promise<void> {
-    const run = this.queue.catch(() => undefined).then(() => {
-      if (this.handle === null) throw new Error(`the journal ${this.path} is closed`);
-      return op(this.handle);
-    });
+    const run = this.queue.catch(() => undefined).then(() => op(this.live()));
     this.queue = run;
     return run;
   }
 }
 
-function pendingOf(lines: readonly Line[]): Intent[] {
-  const settled = new Set(lines.filter((l) => l.type === 'outcome').map((l) => l.id));
-  return lines
-    .filter((l): l is { type: 'intent' } & Intent => l.type === 'intent' && !settled.has(l.id))
-    .map(({ type: _type, ...intent }) => intent);
+/** Whether a read of the action shows this intent's phase at its index. */
+export function shownAt(action: Action, i: Pick<Intent, 'index' | 'digest'>): boolean {
+  const p = action.phases[i.index];
+  return p !== undefined && phaseDigest(p) === i.digest;
+}
+
+function linesOf(i: OpenIntent): Line[] {
+  const { state, absentSince, acknowledgedAt, ...intent } = i;
+  return [
+    { type: 'intent', ...intent },
+    ...(state === 'acknowledged' ? [{ type: 'outcome' as const, id: i.id, outcome: 'acknowledged' as const, at: acknowledgedAt ?? i.at }] : []),
+    ...(absentSince !== undefined ? [{ type: 'absent' as const, id: i.id, at: new Date(absentSince).toISOString() }] : []),
+  ];
+}
+
+function openOf(lines: readonly Line[]): OpenIntent[] {
+  const last = new Map<string, { outcome: Outcome; at: string }>();
+  const absent = new Map<string, number>();
+  for (const l of lines) {
+    if (l.type === 'outcome') {
+      // A final outcome is never undone by a later acknowledgement line.
+      const before = last.get(l.id)?.outcome;
+      if (before === 'applied' || before === 'not-applied') continue;
+      last.set(l.id, { outcome: l.outcome, at: l.at });
+    } else if (l.type === 'absent' && !absent.has(l.id)) {
+      const t = Date.parse(l.at);
+      if (Number.isFinite(t)) absent.set(l.id, t);
+    }
+  }
+  const out: OpenIntent[] = [];
+  for (const l of lines) {
+    if (l.type !== 'intent') continue;
+    const { type: _type, ...intent } = l;
+    const o = last.get(l.id);
+    if (o?.outcome === 'applied' || o?.outcome === 'not-applied') continue;
+    const since = absent.get(l.id);
+    out.push({
+      ...intent,
+      state: o?.outcome === 'acknowledged' ? 'acknowledged' : 'pending',
+      ...(o?.outcome === 'acknowledged' ? { acknowledgedAt: o.at } : {}),
+      ...(since !== undefined ? { absentSince: since } : {}),
+    });
+  }
+  return out;
 }
 
 function parseLines(text: string): Line[] {
@@ -123,84 +261,150 @@ function parseLines(text: string): Line[] {
 function isLine(v: unknown): v is Line {
   if (v === null || typeof v !== 'object') return false;
   const o = v as Record<string, unknown>;
-  if (o.type === 'outcome') return typeof o.id === 'string' && (o.outcome === 'applied' || o.outcome === 'not-applied');
+  if (o.type === 'outcome') {
+    return typeof o.id === 'string' && (o.outcome === 'applied' || o.outcome === 'not-applied' || o.outcome === 'acknowledged');
+  }
+  if (o.type === 'absent') return typeof o.id === 'string' && typeof o.at === 'string';
   return o.type === 'intent' && typeof o.id === 'string' && typeof o.tenant === 'string'
     && typeof o.action_id === 'number' && typeof o.index === 'number' && typeof o.digest === 'string';
 }
 
-export interface RecoverOptions {
+// ---------------------------------------------------------------- settling before a run
+
+export interface SettleOptions {
   /**
    * The tenants this run has keys for. Intents of other tenants stay in the journal, untouched,
    * with a warning: they cannot be read back here, and they do not affect this run's objects.
    */
-  tenants?: ReadonlySet<string>;
-  /** Sleeps while a young intent settles (default: the system clock). */
-  clock?: Clock;
+  readonly tenants?: ReadonlySet<string>;
+  readonly clock?: Clock;
   /**
-   * How old an intent must be before "the phase is not there" is believed (default 10 s): a
-   * request sent just before the crash may still be on its way through the server, and
-   * resending it too early would append the phase twice.
+   * How long reads must show an unknown append absent before it counts as not applied (the
+   * settle window, default 30 s): a request a gateway gave up on, or that was sent just before
+   * a crash, may still be on its way through the server.
    */
-  settleMs?: number;
+  readonly settleMs?: number;
+  readonly signal?: AbortSignal;
 }
 
-export const DEFAULT_SETTLE_MS = 10_000;
+export const DEFAULT_SETTLE_MS = 30_000;
+
+export interface Settled {
+  readonly resolved: number;
+  readonly applied: number;
+  readonly notApplied: number;
+  /** tenant\0action id → why nothing may be appended to that action in this run. */
+  readonly blocked: ReadonlyMap<string, string>;
+}
+
+export function actionKey(tenant: string, actionId: number): string {
+  return `${tenant}\0${actionId}`;
+}
 
 const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
+type Read = { action: Action | null } | { error: unknown };
+
 /**
- * Settles every pending intent by reading its action: applied when the phase at that index has
- * the same digest, not applied otherwise. A read that fails propagates, and the intent stays
- * pending: nothing may be planned while an append is in doubt.
+ * Settles every open intent of the covered tenants by reading its action: shown → applied;
+ * acknowledged but not shown → kept, and its action blocked (a 2xx is never sent again);
+ * pending and absent → not applied once reads have shown it absent for the settle window (the
+ * run waits for the rest of the window when it has begun); unreadable → kept, action blocked.
  */
-export async function recoverJournal(
+export async function settleJournal(
   journal: Journal,
   client: { tenant(name: string): TenantClient },
   log: Logger,
-  opts: RecoverOptions = {},
-): Promise<{ resolved: number; applied: number; notApplied: number }> {
-  const pending = await journal.pending();
+  opts: SettleOptions = {},
+): Promise<Settled> {
+  const all = journal.open();
   const settleMs = opts.settleMs ?? DEFAULT_SETTLE_MS;
   const clock = opts.clock ?? systemClock;
-  const young: Intent[] = [];
+  const blocked = new Map<string, string>();
   let applied = 0;
   let notApplied = 0;
-  const settle = async (intent: Intent, outcome: Outcome): Promise<void> => {
-    await journal.recordOutcome(intent.id, outcome);
+  const what = (i: Intent) => `phase ${i.index} "${i.name}" of action ${i.action_id} in ${i.tenant}`;
+  const settle = async (i: Intent, outcome: 'applied' | 'not-applied', why: string): Promise<void> => {
+    await journal.recordOutcome(i.id, outcome);
     if (outcome === 'applied') applied++;
     else notApplied++;
-    log.info(redact(`journal: phase ${intent.index} "${intent.name}" of action ${intent.action_id} in ${intent.tenant} from an interrupted run was ${outcome === 'applied' ? 'applied' : 'not applied'}`));
+    log.info(redact(`journal: ${what(i)}, in doubt since ${i.at}, ${outcome === 'applied' ? 'was applied' : 'was not applied'} (${why})`));
   };
-  const skipped = opts.tenants ? pending.filter((i) => !opts.tenants!.has(i.tenant)) : [];
-  for (const intent of skipped) {
-    log.warn(`journal: phase ${intent.index} "${intent.name}" of action ${intent.action_id} in ${intent.tenant} is in doubt since an interrupted run; it is left for a run that covers tenant ${intent.tenant} (dus-sync apply --tenant ${intent.tenant})`);
-  }
-  const mine = skipped.length > 0 ? pending.filter((i) => !skipped.includes(i)) : pending;
-  for (const intent of mine) {
-    const present = await isPresent(client, intent);
-    if (present) await settle(intent, 'applied');
-    else if (ageMs(intent, clock) < settleMs) young.push(intent);
-    else await settle(intent, 'not-applied');
-  }
-  if (young.length > 0) {
-    const wait = Math.max(...young.map((i) => settleMs - ageMs(i, clock)));
-    log.info(`journal: waiting ${Math.ceil(wait / 1000)} s for ${young.length} append(s) sent just before the last run stopped`);
-    await clock.sleep(wait);
-    for (const intent of young) await settle(intent, (await isPresent(client, intent)) ? 'applied' : 'not-applied');
-  }
-  return { resolved: mine.length, applied, notApplied };
-}
 
-async function isPresent(client: { tenant(name: string): TenantClient }, intent: Intent): Promise<boolean> {
-  const action = await client.tenant(intent.tenant).getAction(intent.action_id);
-  const phase = action?.phases[intent.index];
-  return phase !== undefined && phaseDigest(phase) === intent.digest;
-}
+  const others = opts.tenants ? all.filter((i) => !opts.tenants!.has(i.tenant)) : [];
+  for (const i of others) {
+    log.warn(`journal: ${what(i)} is in doubt since ${i.at}; it is left for a run that covers tenant ${i.tenant} (dus-sync apply --tenant ${i.tenant})`);
+  }
+  const mine = all.filter((i) => !others.includes(i));
+  const reads = new Map<string, Read>();
+  const read = async (i: Intent, fresh: boolean): Promise<Read> => {
+    const key = actionKey(i.tenant, i.action_id);
+    const cached = fresh ? undefined : reads.get(key);
+    if (cached) return cached;
+    let r: Read;
+    try {
+      r = { action: await client.tenant(i.tenant).getAction(i.action_id, opts.signal) };
+    } catch (error) {
+      r = { error };
+    }
+    reads.set(key, r);
+    return r;
+  };
 
-function ageMs(intent: Intent, clock: Clock): number {
-  const at = Date.parse(intent.at);
-  return Number.isFinite(at) ? clock.now() - at : Number.POSITIVE_INFINITY;
+  const waiting: OpenIntent[] = [];
+  for (const i of mine) {
+    const r = await read(i, false);
+    const decided = await decide(i, r, 'first');
+    if (decided === 'wait') waiting.push(i);
+  }
+  if (waiting.length > 0) {
+    const until = Math.max(...waiting.map((i) => (i.absentSince ?? clock.now()) + settleMs));
+    const wait = Math.max(0, until - clock.now());
+    log.info(`journal: waiting ${Math.ceil(wait / 1000)} s (the settle window) before believing that ${waiting.length} append(s) in doubt did not land`);
+    await clock.sleep(wait, opts.signal);
+    for (const i of waiting) await decide(i, await read(i, true), 'last');
+  }
+  return { resolved: applied + notApplied, applied, notApplied, blocked };
+
+  async function decide(i: OpenIntent, r: Read, round: 'first' | 'last'): Promise<'done' | 'wait'> {
+    const key = actionKey(i.tenant, i.action_id);
+    if ('error' in r) {
+      blocked.set(key, `${what(i)} is in doubt since ${i.at} and the action could not be read to settle it (${redact(String((r.error as Error)?.message ?? r.error))})`);
+      return 'done';
+    }
+    const action = r.action;
+    if (action === null) {
+      await settle(i, 'not-applied', 'the action is gone');
+      return 'done';
+    }
+    if (shownAt(action, i)) {
+      await settle(i, 'applied', 'a read shows it');
+      return 'done';
+    }
+    if (action.phases.some((p, at) => at > i.index && phaseDigest(p) === i.digest)) {
+      // It landed behind a phase someone else appended meanwhile: there, not to be sent again.
+      await settle(i, 'applied', `a read shows it at another index`);
+      return 'done';
+    }
+    if (i.state === 'acknowledged') {
+      blocked.set(key, `${what(i)} was accepted by the API (2xx) at ${i.acknowledgedAt ?? i.at} but its reads do not show it yet; it is never sent again, and the action waits until reads show it (if the API lost it, remove its lines from ${journal.path})`);
+      return 'done';
+    }
+    const now = clock.now();
+    const since = i.absentSince ?? now;
+    if (i.absentSince === undefined) await journal.recordAbsent(i.id, now);
+    if (now - since >= settleMs || (round === 'last' && now - since >= settleMs - 1)) {
+      await settle(i, 'not-applied', `reads showed it absent for ${Math.round((now - since) / 1000)} s`);
+      return 'done';
+    }
+    if (round === 'last') {
+      blocked.set(key, `${what(i)} is in doubt since ${i.at}; reads show it absent, but not yet for the settle window`);
+      return 'done';
+    }
+    Object.assign(i, { absentSince: since });
+    return 'wait';
+  }
 }

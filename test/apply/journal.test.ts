@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, rm, stat, writeFile, appendFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile, appendFile, mkdir, symlink, chmod, chown } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Journal, recoverJournal } from '../../src/apply/journal.js';
+import { Journal, settleJournal } from '../../src/apply/journal.js';
 import { phaseDigest } from '../../src/apply/digest.js';
 import { FakeApi, memoryLog, phase } from './fakes.js';
 
@@ -40,7 +40,7 @@ describe('Journal', () => {
     const b = await j.recordIntent(intentFor(42, 2, 'wave-2'));
     expect(await readFile(path, 'utf8')).toContain(a.id);
     await j.recordOutcome(a.id, 'applied');
-    expect((await j.pending()).map((i) => i.id)).toEqual([b.id]);
+    expect(j.open().map((i) => i.id)).toEqual([b.id]);
     expect(b).toMatchObject({ tenant: 'acme', action_id: 42, index: 2, name: 'wave-2' });
     expect(b.at).toMatch(/^\d{4}-\d\d-\d\dT/);
     await j.close();
@@ -50,9 +50,11 @@ describe('Journal', () => {
     const path = join(dir, 'journal.jsonl');
     const j = await Journal.open(path);
     const a = await j.recordIntent(intentFor(42, 1, 'wave-1'));
-    await appendFile(path, '{"type":"intent","id":"x","ten');
-    expect((await j.pending()).map((i) => i.id)).toEqual([a.id]);
     await j.close();
+    await appendFile(path, '{"type":"intent","id":"x","ten');
+    const reopened = await Journal.open(path);
+    expect(reopened.open().map((i) => i.id)).toEqual([a.id]);
+    await reopened.close();
   });
 
   it('compacts to an empty file that keeps mode 0600 and goes on recording', async () => {
@@ -64,7 +66,7 @@ describe('Journal', () => {
     expect(await readFile(path, 'utf8')).toBe('');
     expect(await mode(path)).toBe(0o600);
     const b = await j.recordIntent(intentFor(42, 2, 'wave-2'));
-    expect((await j.pending()).map((i) => i.id)).toEqual([b.id]);
+    expect(j.open().map((i) => i.id)).toEqual([b.id]);
     expect((await readFile(path, 'utf8')).split('\n').filter(Boolean)).toHaveLength(1);
     await j.close();
   });
@@ -76,11 +78,11 @@ describe('Journal', () => {
     const b = await j.recordIntent(intentFor(42, 2, 'wave-2'));
     await j.recordOutcome(a.id, 'applied');
     await j.compact();
-    expect((await j.pending()).map((i) => i.id)).toEqual([b.id]);
+    expect(j.open().map((i) => i.id)).toEqual([b.id]);
     expect((await readFile(path, 'utf8')).split('\n').filter(Boolean)).toHaveLength(1);
     await j.close();
     const reopened = await Journal.open(path);
-    expect(await reopened.pending()).toEqual([b]);
+    expect(reopened.open()).toEqual([{ ...b, state: 'pending' }]);
     await reopened.close();
   });
 
@@ -92,78 +94,174 @@ describe('Journal', () => {
     const lines = (await readFile(path, 'utf8')).split('\n').filter(Boolean);
     expect(lines).toHaveLength(40);
     for (const l of lines) expect(() => JSON.parse(l) as unknown).not.toThrow();
-    expect(await j.pending()).toHaveLength(20);
+    expect(j.open()).toHaveLength(20);
     await j.close();
   });
 });
 
-describe('recoverJournal', () => {
-  it('settles the intents a crashed run left: present phase applied, absent phase not applied', async () => {
-    const path = join(dir, 'journal.jsonl');
-    // The crashed run: two intents written, no outcome, then the process died.
-    const crashed = await Journal.open(path);
-    await crashed.recordIntent(intentFor(42, 1, 'wave-1'));
-    await crashed.recordIntent(intentFor(43, 0, 'canary'));
-    await crashed.close();
+describe('the journal file is never followed elsewhere', () => {
+  it('a journal path that is a symbolic link is refused; its target is neither tightened nor emptied', async () => {
+    const target = join(dir, 'precious.txt');
+    await writeFile(target, 'keep me\n', { mode: 0o644 });
+    await mkdir(join(dir, '.dus-sync'), { mode: 0o700 });
+    await symlink(target, join(dir, '.dus-sync', 'journal.jsonl'));
+    await expect(Journal.open(join(dir, '.dus-sync', 'journal.jsonl'))).rejects.toThrow(/is a symbolic link/);
+    expect(await readFile(target, 'utf8')).toBe('keep me\n');
+    expect(await mode(target)).toBe(0o644);
+  });
 
+  it('a journal folder that is a symbolic link (a pull request can add one) is refused', async () => {
+    await mkdir(join(dir, 'elsewhere'));
+    await symlink(join(dir, 'elsewhere'), join(dir, '.dus-sync'));
+    await expect(Journal.open(join(dir, '.dus-sync', 'journal.jsonl'))).rejects.toThrow(/\.dus-sync is a symbolic link/);
+  });
+
+  it('an existing 0777 folder is tightened to 0700', async () => {
+    await mkdir(join(dir, '.dus-sync'));
+    await chmod(join(dir, '.dus-sync'), 0o777);
+    const j = await Journal.open(join(dir, '.dus-sync', 'journal.jsonl'));
+    await j.close();
+    expect(await mode(join(dir, '.dus-sync'))).toBe(0o700);
+  });
+
+  it.runIf(process.getuid?.() === 0)('a folder owned by another user is refused (run as root, so the test can chown)', async () => {
+    await mkdir(join(dir, '.dus-sync'), { mode: 0o700 });
+    await chown(join(dir, '.dus-sync'), 4242, 4242);
+    await expect(Journal.open(join(dir, '.dus-sync', 'journal.jsonl'))).rejects.toThrow(/belongs to user 4242/);
+  });
+
+  it('a shared sticky folder such as /tmp is refused rather than tightened', async () => {
+    const shared = join(dir, 'shared');
+    await mkdir(shared);
+    await chmod(shared, 0o1777);
+    await expect(Journal.open(join(shared, 'journal.jsonl'))).rejects.toThrow(/shared folder/);
+    expect((await stat(shared)).mode & 0o7777).toBe(0o1777);
+  });
+
+  it('compaction writes a new file and renames it over the journal, leaving no temporary file', async () => {
+    const path = join(dir, 'journal.jsonl');
+    const j = await Journal.open(path);
+    const a = await j.recordIntent(intentFor(42, 1, 'wave-1'));
+    await j.recordOutcome(a.id, 'acknowledged');
+    await j.compact();
+    await j.close();
+    const { readdir } = await import('node:fs/promises');
+    expect(await readdir(dir)).toEqual(['journal.jsonl']);
+    expect(await mode(path)).toBe(0o600);
+  });
+});
+
+describe('acknowledged appends (2xx) are kept until a read shows them', () => {
+  it('survive compaction and reopening, and confirm() settles them once a read shows the phase', async () => {
+    const path = join(dir, 'journal.jsonl');
+    const j = await Journal.open(path);
+    const a = await j.recordIntent(intentFor(42, 1, 'wave-1'));
+    await j.recordOutcome(a.id, 'acknowledged');
+    await j.compact();
+    await j.close();
+    const again = await Journal.open(path);
+    expect(again.open()).toEqual([expect.objectContaining({ id: a.id, state: 'acknowledged' })]);
+    expect(await again.confirm('acme', { id: 42, phases: [phase('canary')] })).toBe(0);
+    expect(await again.confirm('acme', { id: 42, phases: [phase('canary'), phase('wave-1')] })).toBe(1);
+    expect(again.open()).toEqual([]);
+    await again.compact();
+    expect(await readFile(path, 'utf8')).toBe('');
+    await again.close();
+  });
+});
+
+describe('settleJournal', () => {
+  async function crashedWith(...intents: ReturnType<typeof intentFor>[]): Promise<Journal> {
+    const path = join(dir, 'journal.jsonl');
+    const crashed = await Journal.open(path);
+    for (const i of intents) await crashed.recordIntent(i);
+    await crashed.close();
+    return Journal.open(path);
+  }
+
+  function steppingClock(start = Date.now()) {
+    let t = start;
+    const slept: number[] = [];
+    return { slept, now: () => t, sleep: (ms: number) => { slept.push(ms); t += ms; return Promise.resolve(); }, advance: (ms: number) => { t += ms; } };
+  }
+
+  it('a phase a read shows is applied; one absent is not, but only after reads showed it absent for the whole window', async () => {
+    const j = await crashedWith(intentFor(42, 1, 'wave-1'), intentFor(43, 0, 'canary'));
     const api = new FakeApi();
     api.addAction('acme', 42, [phase('canary'), phase('wave-1')]);
     api.addAction('acme', 43, []);
     const log = memoryLog();
-    const j = await Journal.open(path);
-    expect(await recoverJournal(j, api, log, { settleMs: 0 })).toEqual({ resolved: 2, applied: 1, notApplied: 1 });
-    expect(await j.pending()).toEqual([]);
-    expect(log.lines.join('\n')).toContain('phase 1 "wave-1" of action 42 in acme from an interrupted run was applied');
-    expect(log.lines.join('\n')).toContain('phase 0 "canary" of action 43 in acme from an interrupted run was not applied');
+    const clock = steppingClock();
+    const settled = await settleJournal(j, api, log, { settleMs: 30_000, clock });
+    expect(settled).toMatchObject({ resolved: 2, applied: 1, notApplied: 1 });
+    expect(settled.blocked.size).toBe(0);
+    expect(clock.slept).toEqual([30_000]);
+    expect(j.open()).toEqual([]);
+    expect(log.lines.join('\n')).toMatch(/phase 1 "wave-1" of action 42 in acme, in doubt since .*, was applied/);
+    expect(log.lines.join('\n')).toMatch(/phase 0 "canary" of action 43 in acme, in doubt since .*, was not applied \(reads showed it absent for 30 s\)/);
     await j.close();
   });
 
-  it('counts a different phase at that index, or a vanished action, as not applied', async () => {
-    const path = join(dir, 'journal.jsonl');
-    const j = await Journal.open(path);
-    await j.recordIntent(intentFor(42, 0, 'mine'));
-    await j.recordIntent(intentFor(44, 0, 'mine'));
+  it('a phase that lands during the window counts as applied', async () => {
+    const j = await crashedWith(intentFor(42, 0, 'canary'));
     const api = new FakeApi();
-    api.addAction('acme', 42, [phase('theirs')]);
-    expect(await recoverJournal(j, api, memoryLog(), { settleMs: 0 })).toEqual({ resolved: 2, applied: 0, notApplied: 2 });
+    api.addAction('acme', 42, []);
+    const clock = { now: () => Date.now(), sleep: (ms: number) => { expect(ms).toBeGreaterThan(4_000); api.addAction('acme', 42, [phase('canary')]); return Promise.resolve(); } };
+    expect(await settleJournal(j, api, memoryLog(), { clock, settleMs: 5_000 })).toMatchObject({ resolved: 1, applied: 1, notApplied: 0 });
     await j.close();
   });
 
-  it('leaves the intent pending when the action cannot be read', async () => {
-    const path = join(dir, 'journal.jsonl');
-    const j = await Journal.open(path);
-    await j.recordIntent(intentFor(42, 0, 'canary'));
+  it('the window counts from the first read that showed it absent, across runs', async () => {
+    const j = await crashedWith(intentFor(42, 0, 'canary'));
+    const [i] = j.open();
+    const clock = steppingClock();
+    await j.recordAbsent(i!.id, clock.now() - 25_000);
+    const api = new FakeApi();
+    api.addAction('acme', 42, []);
+    expect(await settleJournal(j, api, memoryLog(), { clock, settleMs: 30_000 })).toMatchObject({ notApplied: 1 });
+    expect(clock.slept).toEqual([5_000]);
+    await j.close();
+  });
+
+  it('an acknowledged append that reads do not show is kept and blocks its action; it is never counted as not applied', async () => {
+    const j = await crashedWith(intentFor(42, 1, 'wave-1'));
+    await j.recordOutcome(j.open()[0]!.id, 'acknowledged');
+    const api = new FakeApi();
+    api.addAction('acme', 42, [phase('canary')]);
+    const clock = steppingClock();
+    const settled = await settleJournal(j, api, memoryLog(), { clock, settleMs: 30_000 });
+    expect(settled.resolved).toBe(0);
+    expect(clock.slept).toEqual([]);
+    expect([...settled.blocked.values()].join()).toMatch(/accepted by the API \(2xx\).*never sent again/);
+    expect(j.open()).toHaveLength(1);
+    await j.close();
+  });
+
+  it('an action that cannot be read blocks only that action, and the intent stays open', async () => {
+    const j = await crashedWith(intentFor(42, 0, 'canary'));
     const api = new FakeApi({ readFault: () => 'error' });
-    await expect(recoverJournal(j, api, memoryLog())).rejects.toThrow(/connection reset/);
-    expect(await j.pending()).toHaveLength(1);
+    api.addAction('acme', 42, []);
+    const settled = await settleJournal(j, api, memoryLog(), { settleMs: 0 });
+    expect([...settled.blocked.keys()]).toEqual(['acme\u000042']);
+    expect(j.open()).toHaveLength(1);
     await j.close();
   });
 
-  it('waits for a young intent to settle before believing the phase is absent', async () => {
-    const path = join(dir, 'journal.jsonl');
-    const j = await Journal.open(path);
-    await j.recordIntent(intentFor(42, 0, 'canary'));
+  it('a vanished action is not applied; a phase that landed behind someone else\'s is applied (it is there)', async () => {
+    const j = await crashedWith(intentFor(44, 0, 'mine'), intentFor(42, 1, 'mine'));
     const api = new FakeApi();
-    api.addAction('acme', 42, []);
-    // The request sent just before the crash lands while we wait.
-    const slept: number[] = [];
-    const clock = { now: () => Date.now(), sleep: (ms: number) => { slept.push(ms); api.addAction('acme', 42, [phase('canary')]); return Promise.resolve(); } };
-    expect(await recoverJournal(j, api, memoryLog(), { clock, settleMs: 5_000 })).toEqual({ resolved: 1, applied: 1, notApplied: 0 });
-    expect(slept).toHaveLength(1);
-    expect(slept[0]).toBeGreaterThan(4_000);
+    api.addAction('acme', 42, [phase('canary'), phase('theirs'), phase('mine')]);
+    expect(await settleJournal(j, api, memoryLog(), { settleMs: 0 })).toMatchObject({ applied: 1, notApplied: 1 });
     await j.close();
   });
 
-  it('does not wait for an intent older than the settle time', async () => {
-    const path = join(dir, 'journal.jsonl');
-    const j = await Journal.open(path);
-    await j.recordIntent(intentFor(42, 0, 'canary'));
-    const api = new FakeApi();
-    api.addAction('acme', 42, []);
-    const slept: number[] = [];
-    const clock = { now: () => Date.now() + 60_000, sleep: (ms: number) => { slept.push(ms); return Promise.resolve(); } };
-    expect(await recoverJournal(j, api, memoryLog(), { clock, settleMs: 5_000 })).toEqual({ resolved: 1, applied: 0, notApplied: 1 });
-    expect(slept).toEqual([]);
+  it('leaves intents of tenants this run does not cover, with a warning naming the tenant', async () => {
+    const j = await crashedWith({ ...intentFor(42, 0, 'canary'), tenant: 'globex' });
+    const log = memoryLog();
+    const settled = await settleJournal(j, new FakeApi(), log, { tenants: new Set(['acme']) });
+    expect(settled.resolved).toBe(0);
+    expect(log.lines.join()).toMatch(/left for a run that covers tenant globex/);
+    expect(j.open()).toHaveLength(1);
     await j.close();
   });
 });
