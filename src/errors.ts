@@ -37,6 +37,8 @@ export class ApiError extends Error {
       readonly endpoint?: string;
       /** For non-idempotent writes: 'not-sent' when the write certainly did not happen, 'unknown' otherwise. */
       readonly outcome?: 'not-sent' | 'unknown';
+      /** The answer was another object than the one asked for (id or tenant): not trusted. */
+      readonly wrongObject?: boolean;
     } = {},
   ) {
     super(message);

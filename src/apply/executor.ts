@@ -1,15 +1,29 @@
 // The executor: runs a plan's changes against the API. Different objects in parallel, the
-// phases of one action strictly in order, and every append_phase guarded by the intent
-// journal so that no phase is ever appended twice (SPEC section 3).
+// phases of one action strictly in order. Every write is decided on a fresh read of its object,
+// taken inside the lock just before the write (SPEC section 3):
+//
+// - phase k of an action is sent only when a read shows exactly the first k phases the action
+//   must end with (the live list the plan was made from, then the plan's appends); a longer list
+//   that still matches means someone else appended it (nothing sent); anything else stops the
+//   action as a conflict. The intent is journaled (fsync) before that read, so the gap between
+//   the read and the send holds no disk write.
+// - a 2xx answer to an append is final: journaled as acknowledged, never sent again.
+// - an append whose outcome is unknown is read back; if the phase does not show, it is not sent
+//   again in this run (a later run sends it once reads have shown it absent for the settle window).
+// - a PUT is sent only when a read of the record shows every field as the plan saw it; a record
+//   that moved is stale (reported, not written), one that already has the values is left alone.
 import type {
-  Action, ApplyReport, Change, ChangeResult, ChangeStatus, Clock, FirmwareChange, Logger, PhaseChange, Plan,
+  Action, ApplyReport, Change, ChangeResult, ChangeStatus, Clock, FirmwareBundle, FirmwareChange, FirmwareUpdate,
+  LiveFirmware, LiveState, Logger, PhaseChange, PhaseSpec, Plan,
 } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { ApiError } from '../errors.js';
 import { redact } from '../redact.js';
-import type { Journal } from './journal.js';
+import { canonicalJson, normalizePhase, sortDependencies } from '../core/canonical.js';
+import { actionKey, type Journal } from './journal.js';
 import { phaseDigest } from './digest.js';
 import { chainsOf, describe, assertNever } from './order.js';
+import { divergedPrefix } from './verify.js';
 import type { Chain } from './order.js';
 
 export interface ExecutorDeps {
@@ -17,49 +31,59 @@ export interface ExecutorDeps {
   journal: Journal;
   log: Logger;
   clock: Clock;
+  /**
+   * The live state the plan was made from (or, for a saved plan, checked against): the baseline
+   * every fresh read before a write is compared with.
+   */
+  live: LiveState;
   /** Most changes in flight at once, over all tenants (the client also adapts per tenant on 429). */
   concurrency: number;
   failFast?: boolean;
   /** When aborted, no new change starts; the running ones finish. */
   signal?: AbortSignal;
+  /** Checked before every write: a holder that lost the lock sends nothing more. */
+  assertLockHeld?: () => Promise<void>;
+  /** tenant\0action → why nothing may be appended to it (an append still in doubt from a run before). */
+  blocked?: ReadonlyMap<string, string>;
   /**
-   * Read each action before its first append to make sure the plan's index is still the next
-   * one (default true): an append to an action that moved would land at the wrong index, and
-   * appends cannot be undone. One GET per action, not per phase.
+   * After an append whose outcome is unknown, the action is read back at once and again this long
+   * later (default 1 s): a server behind a gateway may finish a moment after the gateway gave up.
    */
-  checkIndex?: boolean;
-  /**
-   * Before a phase whose answer was lost is sent again, the action is read a second time this
-   * long after the first read showed it absent (default 1 s): a 504 from a proxy can mean the
-   * server is still working on the first request.
-   */
+  readBackPauseMs?: number;
+  /** Told in messages: how long reads must show an unknown append absent before a later run re-sends it. */
   settleMs?: number;
   onResult?: (r: ChangeResult, done: number, total: number) => void;
 }
 
-/** Sends of one phase, counting the first, when each earlier one is proven not to have landed. */
+/** Sends of one phase, counting the first, while each earlier one was certainly refused (429, connection refused). */
 export const MAX_SENDS = 3;
-/** Reads of an action after an append whose outcome is unknown. */
-export const READ_BACK_TRIES = 5;
-const READ_BACK_BASE_MS = 200;
-export const DEFAULT_RESEND_SETTLE_MS = 1_000;
+/** Reads of an object before a write, retried on failure (reads are safe). */
+export const READ_TRIES = 3;
+const READ_BACKOFF_MS = 200;
+export const DEFAULT_READ_BACK_PAUSE_MS = 1_000;
 
 interface Outcome {
   readonly status: ChangeStatus;
   readonly message?: string;
+  /** The action's phases are no longer the YAML's first ones (a duplicate, a foreign phase): one sentence. */
+  readonly diverged?: string;
+  /** Stop the rest of this chain (later phases of the action), with this reason. */
+  readonly stopChain?: string;
 }
 
 interface Run {
   readonly deps: ExecutorDeps;
   readonly total: number;
   readonly results: Map<Change, ChangeResult>;
+  readonly diverged: string[];
   done: number;
   anyFailed: boolean;
+  lockLost: string | undefined;
 }
 
 export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<ApplyReport> {
   const chains = chainsOf(plan.changes);
-  const run: Run = { deps, total: plan.changes.length, results: new Map(), done: 0, anyFailed: false };
+  const run: Run = { deps, total: plan.changes.length, results: new Map(), diverged: [], done: 0, anyFailed: false, lockLost: undefined };
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < chains.length) {
@@ -69,33 +93,46 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
   };
   const width = Math.max(1, Math.min(Math.floor(deps.concurrency) || 1, chains.length));
   await Promise.all(Array.from({ length: width }, worker));
-  return report(plan.changes.map((c) => run.results.get(c)!));
+  return report(plan.changes.map((c) => run.results.get(c)!), run.diverged);
 }
 
-function report(results: ChangeResult[]): ApplyReport {
+function report(results: ChangeResult[], diverged: string[]): ApplyReport {
   const count = (s: ChangeStatus): number => results.filter((r) => r.status === s).length;
-  return { results, applied: count('applied'), failed: count('failed'), skipped: count('skipped'), unconverged: [] };
+  return {
+    results, applied: count('applied'), failed: count('failed'), skipped: count('skipped'),
+    unconverged: [], diverged: [...diverged].sort(),
+  };
 }
 
 async function runChain(chain: Chain, run: Run): Promise<void> {
-  let broken: Change | undefined;
-  // The length of the action as last seen by this chain; a mismatch with the next index means
-  // someone else appended meanwhile, so the action is read before sending.
-  const state: ChainState = { knownLength: undefined, first: true };
+  const first = chain.changes[0]!;
+  const prepared = first.kind === 'phase' ? prepareActionChain(chain.changes as readonly PhaseChange[], run.deps) : undefined;
+  let stop: string | undefined;
+  let refused = prepared?.refused;
   for (const change of chain.changes) {
     const started = run.deps.clock.now();
-    const stop = stopReason(run, broken);
-    const outcome: Outcome = stop !== undefined
-      ? { status: 'skipped', message: stop }
-      : await applyChange(change, run.deps, state).catch((err: unknown) => ({ status: 'failed' as const, message: sentence(err) }));
-    if (outcome.status !== 'applied' && broken === undefined) broken = change;
+    const reason = stopReason(run) ?? stop;
+    let outcome: Outcome;
+    if (reason !== undefined) {
+      outcome = { status: 'skipped', message: reason };
+    } else if (refused !== undefined) {
+      outcome = { status: 'failed', message: refused };
+      refused = undefined;
+    } else {
+      outcome = await applyChange(change, run, prepared?.expected ?? []).catch((err: unknown) => ({ status: 'failed' as const, message: sentence(err) }));
+    }
+    if (outcome.diverged !== undefined) run.diverged.push(outcome.diverged);
+    if (stop === undefined) {
+      if (outcome.stopChain !== undefined) stop = outcome.stopChain;
+      else if (outcome.status === 'failed') stop = `skipped because ${describe(change)} did not apply`;
+    }
     finish(run, { change, status: outcome.status, ...(outcome.message !== undefined ? { message: outcome.message } : {}), durationMs: Math.max(0, run.deps.clock.now() - started) });
   }
 }
 
-function stopReason(run: Run, broken: Change | undefined): string | undefined {
+function stopReason(run: Run): string | undefined {
+  if (run.lockLost !== undefined) return `skipped because ${run.lockLost}`;
   if (run.deps.signal?.aborted) return 'skipped because the apply was interrupted';
-  if (broken !== undefined) return `skipped because ${describe(broken)} did not apply`;
   if (run.deps.failFast && run.anyFailed) return 'skipped because another change failed and --fail-fast is set';
   return undefined;
 }
@@ -115,111 +152,221 @@ function finish(run: Run, r: ChangeResult): void {
   }
 }
 
-interface ChainState {
-  knownLength: number | undefined;
-  first: boolean;
-}
-
-async function applyChange(change: Change, deps: ExecutorDeps, state: ChainState): Promise<Outcome> {
+async function applyChange(change: Change, run: Run, expected: readonly PhaseSpec[]): Promise<Outcome> {
+  try {
+    await run.deps.assertLockHeld?.();
+  } catch (err) {
+    run.lockLost ??= sentence(err);
+    return { status: 'failed', message: sentence(err) };
+  }
   switch (change.kind) {
-    case 'firmware': return applyFirmware(change, deps);
-    case 'phase': return applyPhase(change, deps, state);
+    case 'firmware': return applyFirmware(change, run.deps);
+    case 'phase': return applyPhase(change, run.deps, expected);
     default: return assertNever(change);
   }
 }
 
+// ---------------------------------------------------------------- firmware
+
+const FIELDS = ['is_deactivated', 'uncompressed_size', 'dependencies'] as const;
+type Fields = Pick<LiveFirmware, (typeof FIELDS)[number]>;
+
+function fieldText(f: Fields, name: (typeof FIELDS)[number]): string {
+  return name === 'dependencies' ? canonicalJson(sortDependencies(f.dependencies)) : JSON.stringify(f[name]);
+}
+
+/** The fields that differ between two states of a record (dependencies as a set). */
+function moved(a: Fields, b: Fields): (typeof FIELDS)[number][] {
+  return FIELDS.filter((name) => fieldText(a, name) !== fieldText(b, name));
+}
+
+function asFields(body: FirmwareUpdate): Fields {
+  return { is_deactivated: body.is_deactivated, uncompressed_size: body.uncompressed_size, dependencies: body.dependencies };
+}
+
 async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Outcome> {
+  const baseline = (deps.live.tenants.get(c.tenant)?.firmwares.get(c.key) ?? []).find((r) => r.component_name === c.component_name);
+  const bundle = baseline?.bundles[0];
+  if (baseline === undefined || bundle === undefined) {
+    return { status: 'failed', message: `firmware ${c.key} was not in the live state the plan was checked against; plan again` };
+  }
+  const tc = deps.client.tenant(c.tenant);
+  const fresh = await readWithRetry(() => tc.getBundle(bundle, deps.signal), deps).catch((err: unknown) => err as Error);
+  if (fresh instanceof Error) {
+    return { status: 'failed', message: `firmware ${c.key} could not be read before writing it, so nothing was sent: ${sentence(fresh)}` };
+  }
+  const record = recordIn(fresh, c);
+  if (record === undefined) {
+    return { status: 'failed', message: `firmware ${c.key} (${c.component_name}) is no longer in bundle ${bundle}; nothing was written: plan again` };
+  }
+  const now: Fields = { is_deactivated: record.is_deactivated ?? null, uncompressed_size: record.uncompressed_size ?? null, dependencies: record.dependencies ?? [] };
+  const drift = moved(baseline, now);
+  if (drift.length > 0) {
+    if (moved(asFields(c.body), now).length === 0) return { status: 'skipped', message: 'it already has the desired values; nothing sent' };
+    const detail = drift.map((f) => `${f} ${fieldText(baseline, f)} → ${fieldText(now, f)}`).join(', ');
+    return { status: 'failed', message: `firmware ${c.key} changed since the plan was made (${detail}); it was not written, so nothing it does not manage is overwritten: plan again` };
+  }
   // Not given the abort signal: a write that has started is let to finish.
-  await deps.client.tenant(c.tenant).putFirmware(c.key, c.body);
+  await tc.putFirmware(c.key, c.body);
   return { status: 'applied' };
 }
 
-type Verdict = 'present' | 'absent' | 'conflict' | 'short';
-
-/** What the live action says about the phase we mean to have at `index`. */
-export function judge(action: Action | null, index: number, digest: string): Verdict {
-  if (action === null) return 'short';
-  const live = action.phases[index];
-  if (live !== undefined) return phaseDigest(live) === digest ? 'present' : 'conflict';
-  return action.phases.length === index ? 'absent' : 'short';
+function recordIn(bundle: FirmwareBundle, c: FirmwareChange): FirmwareBundle['firmwares'][number] | undefined {
+  return bundle.firmwares.find((f) => f.version_number === c.key && f.component_name === c.component_name);
 }
 
-function verdictFailure(v: 'conflict' | 'short', c: PhaseChange, action: Action | null): Outcome {
-  if (action === null) return { status: 'failed', message: `action ${c.action_id} was not found when it was read back` };
-  if (v === 'conflict') {
-    return { status: 'failed', message: `action ${c.action_id} already has a different phase at index ${c.index}, so someone else changed it; plan again` };
+// ---------------------------------------------------------------- phases
+
+interface PreparedChain {
+  /** The whole list the action must end with: the live phases the plan saw, then its appends. */
+  readonly expected: readonly PhaseSpec[];
+  /** Why the chain must not start at all. */
+  readonly refused?: string;
+}
+
+function prepareActionChain(changes: readonly PhaseChange[], deps: ExecutorDeps): PreparedChain {
+  const c = changes[0]!;
+  const blocked = deps.blocked?.get(actionKey(c.tenant, c.action_id));
+  if (blocked !== undefined) return { expected: [], refused: `nothing is appended to action ${c.action_id} while ${blocked}` };
+  const live = deps.live.tenants.get(c.tenant)?.actions.get(c.action_id);
+  if (!live) return { expected: [], refused: `action ${c.action_id} was not in the live state the plan was checked against; plan again` };
+  const base = live.phases.map(normalizePhase);
+  const expected = [...base, ...changes.map((x) => x.after)];
+  const contiguous = changes.every((x, i) => x.index === base.length + i);
+  if (!contiguous) {
+    return { expected, refused: `the plan appends to action ${c.action_id} from index ${c.index} but the action had ${base.length} phases; plan again` };
   }
-  return { status: 'failed', message: `action ${c.action_id} has ${action.phases.length} phases where the plan expected ${c.index}; plan again` };
+  return { expected };
 }
 
-async function applyPhase(c: PhaseChange, deps: ExecutorDeps, state: ChainState): Promise<Outcome> {
+const same = (a: PhaseSpec, b: PhaseSpec): boolean => phaseDigest(a) === phaseDigest(b);
+
+/** How the live list compares with the expected one: how many leading phases agree. */
+function agreeing(live: readonly PhaseSpec[], expected: readonly PhaseSpec[]): number {
+  let n = 0;
+  while (n < live.length && n < expected.length && same(live[n]!, expected[n]!)) n++;
+  return n;
+}
+
+function names(list: readonly PhaseSpec[]): string {
+  const shown = list.slice(-6).map((p) => JSON.stringify(p.name));
+  return `[${list.length > 6 ? '…, ' : ''}${shown.join(', ')}]`;
+}
+
+/** How a live list departs from the YAML's first phases, as "has …" (the action is named by the caller). */
+function departure(live: readonly PhaseSpec[], expected: readonly PhaseSpec[]): string {
+  const seen = new Set<string>();
+  const twice = live.find((p) => { const d = phaseDigest(p); if (seen.has(d)) return true; seen.add(d); return false; });
+  const also = twice ? `, phase ${JSON.stringify(twice.name)} twice` : '';
+  const n = agreeing(live, expected);
+  if (n < live.length && n < expected.length) {
+    return `has phase ${n} ${JSON.stringify(live[n]!.name)} where the YAML has ${JSON.stringify(expected[n]!.name)}${also} (live ${names(live)})`;
+  }
+  if (live.length > expected.length) return `has ${live.length} phases where the YAML has ${expected.length}${also} (live ${names(live)})`;
+  return `has ${live.length} phases, fewer than expected (live ${names(live)})`;
+}
+
+async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly PhaseSpec[]): Promise<Outcome> {
   const tc = deps.client.tenant(c.tenant);
   const digest = phaseDigest(c.after);
-  const mustCheck = (state.first && deps.checkIndex !== false) || (state.knownLength !== undefined && state.knownLength !== c.index);
-  state.first = false;
-  if (mustCheck) {
-    const action = await readBack(tc, c.action_id, deps);
-    state.knownLength = action?.phases.length;
-    const v = judge(action, c.index, digest);
-    if (v === 'present') {
-      state.knownLength = c.index + 1;
-      return { status: 'applied', message: 'the phase was already there' };
-    }
-    if (v !== 'absent') return verdictFailure(v, c, action);
-  }
-  let lastError: unknown;
+  const k = c.index;
+  let lastRefusal: unknown;
   for (let send = 1; send <= MAX_SENDS; send++) {
-    const intent = await deps.journal.recordIntent({ tenant: c.tenant, action_id: c.action_id, index: c.index, name: c.after.name, digest });
-    try {
-      const action = await tc.appendPhase(c.action_id, c.after);
-      await deps.journal.recordOutcome(intent.id, 'applied');
-      state.knownLength = action.phases.length;
-      return landed(action, c, digest);
-    } catch (err) {
-      lastError = err;
-    }
-    if (certainlyNotApplied(lastError)) {
+    // Journaled before the read, so that nothing slow sits between the read and the send.
+    const intent = await deps.journal.recordIntent({ tenant: c.tenant, action_id: c.action_id, index: k, name: c.after.name, digest });
+    const read = await readWithRetry(() => tc.getAction(c.action_id, deps.signal), deps).catch((err: unknown) => err as Error);
+    if (read instanceof Error || read === null) {
       await deps.journal.recordOutcome(intent.id, 'not-applied');
-      if (!(lastError instanceof ApiError && lastError.retryable) || send === MAX_SENDS) break;
-      await deps.clock.sleep(backoff(send));
-      continue;
+      const why = read === null ? 'it was not found' : sentence(read);
+      return { status: 'failed', message: `action ${c.action_id} could not be read before appending, so nothing was sent: ${why}` };
     }
-    deps.log.warn(`the outcome of appending ${describe(c)} is unknown (${sentence(lastError)}); reading the action back`);
-    const decided = await settleUnknown(tc, c, digest, deps);
-    if (decided.kind === 'unreadable') {
-      // The intent stays pending in the journal: the next apply settles it before planning.
-      return { status: 'failed', message: `the outcome of the append is unknown and action ${c.action_id} could not be read back (${sentence(decided.error)}); the next apply settles it from the journal` };
+    await deps.journal.confirm(c.tenant, read);
+    const live = read.phases.map(normalizePhase);
+    const n = agreeing(live, expected);
+    if (!(live.length === k && n === k)) {
+      await deps.journal.recordOutcome(intent.id, 'not-applied');
+      if (n === live.length && live.length > k) return { status: 'skipped', message: 'it was already there (another actor appended it); nothing sent' };
+      if (n === live.length && live.length < k) {
+        const why = `action ${c.action_id} shows ${live.length} phases: the API accepted phase ${live.length} but its reads do not show it yet; the rest waits for a later run`;
+        return { status: 'skipped', message: why, stopChain: `skipped because ${why}` };
+      }
+      const why = `action ${c.action_id} ${departure(live, expected)}`;
+      return { status: 'failed', message: `${why}; nothing was appended: fix the action or the YAML, then plan again`, stopChain: `skipped because action ${c.action_id} is in conflict` };
     }
-    const { verdict: v, action } = decided;
-    state.knownLength = action?.phases.length;
-    await deps.journal.recordOutcome(intent.id, v === 'present' ? 'applied' : 'not-applied');
-    if (v === 'present') return { status: 'applied' };
-    if (v !== 'absent') return verdictFailure(v, c, action);
-    deps.log.info(`${describe(c)} did not land; sending it again`);
+    let answer: Action;
+    try {
+      answer = await tc.appendPhase(c.action_id, c.after);
+    } catch (err) {
+      if (acknowledged(err)) {
+        await deps.journal.recordOutcome(intent.id, 'acknowledged');
+        return { status: 'applied', message: `the API accepted it (${(err as ApiError).status}) but its answer could not be used: ${sentence(err)}` };
+      }
+      if (certainlyNotApplied(err)) {
+        await deps.journal.recordOutcome(intent.id, 'not-applied');
+        lastRefusal = err;
+        if (!(err instanceof ApiError && err.retryable) || send === MAX_SENDS) break;
+        await deps.clock.sleep(READ_BACKOFF_MS * 2 ** (send - 1));
+        continue;
+      }
+      return unknownOutcome(c, err, intent.id, expected, deps);
+    }
+    await deps.journal.recordOutcome(intent.id, 'acknowledged');
+    return afterAnswer(c, answer, expected);
   }
-  return { status: 'failed', message: `the append did not go through after ${MAX_SENDS} tries: ${sentence(lastError)}` };
+  return { status: 'failed', message: `the API refused the append ${MAX_SENDS > 1 ? 'every time' : ''}: ${sentence(lastRefusal)}`.replace('  ', ' ') };
 }
 
-type Settled = { kind: 'read'; verdict: Verdict; action: Action | null } | { kind: 'unreadable'; error: unknown };
-
-/** Reads the action after an unknown outcome; "absent" is believed only when a second, later read agrees. */
-async function settleUnknown(tc: TenantClient, c: PhaseChange, digest: string, deps: ExecutorDeps): Promise<Settled> {
-  try {
-    let action = await readBack(tc, c.action_id, deps);
-    if (judge(action, c.index, digest) === 'absent') {
-      await deps.clock.sleep(deps.settleMs ?? DEFAULT_RESEND_SETTLE_MS);
-      action = await readBack(tc, c.action_id, deps);
-    }
-    return { kind: 'read', verdict: judge(action, c.index, digest), action };
-  } catch (error) {
-    return { kind: 'unreadable', error };
-  }
+/** A 2xx whose body was not usable (malformed, another object): the append is done all the same. */
+function acknowledged(err: unknown): boolean {
+  return err instanceof ApiError && err.status !== undefined && err.status >= 200 && err.status < 300;
 }
 
-function landed(action: Action, c: PhaseChange, digest: string): Outcome {
-  const live = action.phases[c.index];
-  if (live !== undefined && phaseDigest(live) === digest) return { status: 'applied' };
-  return { status: 'failed', message: `the phase was appended but is not at index ${c.index}, so someone else changed action ${c.action_id} at the same time; plan again` };
+/** The answer to our own append: the action must now be exactly the YAML's first k+1 phases. */
+function afterAnswer(c: PhaseChange, answer: Action, expected: readonly PhaseSpec[]): Outcome {
+  const live = answer.phases.map(normalizePhase);
+  const n = agreeing(live, expected);
+  if (n === live.length && live.length === c.index + 1) return { status: 'applied' };
+  // Behind a queue the answer may not show the phase yet: the next read decides.
+  if (n === live.length && live.length <= c.index) return { status: 'applied', message: 'the API accepted it; its answer does not show it yet' };
+  const why = departure(live, expected);
+  return {
+    status: 'applied',
+    message: `appended, but the action is no longer the YAML's first phases: it ${why}; another actor appended at the same time`,
+    diverged: `${divergedPrefix(c.tenant, c.action_id)} no longer the YAML's first phases after phase ${c.index} ${JSON.stringify(c.after.name)} was appended: it ${why}; another actor appended at the same time, and phases cannot be removed: fix the action in the service and the YAML`,
+    stopChain: `skipped because action ${c.action_id} is no longer the YAML's first phases`,
+  };
+}
+
+async function unknownOutcome(c: PhaseChange, err: unknown, intentId: string, expected: readonly PhaseSpec[], deps: ExecutorDeps): Promise<Outcome> {
+  const tc = deps.client.tenant(c.tenant);
+  deps.log.warn(`the outcome of appending ${describe(c)} is unknown (${sentence(err)}); reading the action back`);
+  const pause = deps.readBackPauseMs ?? DEFAULT_READ_BACK_PAUSE_MS;
+  let action: Action | null = null;
+  for (const wait of [0, pause]) {
+    if (wait > 0) await deps.clock.sleep(wait);
+    try {
+      action = await readWithRetry(() => tc.getAction(c.action_id), deps);
+    } catch (readErr) {
+      return { status: 'failed', message: `the outcome of the append is unknown and action ${c.action_id} could not be read back (${sentence(readErr)}); it is not sent again now, and the next run settles it from the journal` };
+    }
+    if (action === null) break;
+    const live = action.phases.map(normalizePhase);
+    if (live.length > c.index && same(live[c.index]!, c.after)) {
+      await deps.journal.recordOutcome(intentId, 'applied');
+      return afterAnswer(c, action, expected);
+    }
+    if (agreeing(live, expected) !== live.length || live.length > c.index) break;
+  }
+  if (action !== null) {
+    await deps.journal.recordAbsent(intentId, deps.clock.now());
+  }
+  const settle = Math.round((deps.settleMs ?? 30_000) / 1000);
+  const stop = `skipped because the outcome of appending phase ${c.index} is unknown`;
+  return {
+    status: 'failed',
+    message: `the outcome of the append is unknown (${sentence(err)}) and reads do not show it; it is not sent again in this run: a later run sends it only after reads have shown it absent for ${settle} s (the settle window)`,
+    stopChain: stop,
+  };
 }
 
 /** A failed write the API certainly did not perform: the client says so, or the server answered 4xx. */
@@ -231,22 +378,20 @@ function certainlyNotApplied(err: unknown): boolean {
   return s !== undefined && s >= 400 && s < 500 && s !== 408;
 }
 
-/** GET the action, retrying the read (it is safe) a few times with backoff. */
-async function readBack(tc: TenantClient, id: number, deps: ExecutorDeps): Promise<Action | null> {
+/** A read, retried a few times with backoff on failure (a 404 is an answer, not a failure). */
+async function readWithRetry<T>(read: () => Promise<T>, deps: ExecutorDeps): Promise<T> {
   let last: unknown;
-  for (let i = 0; i < READ_BACK_TRIES; i++) {
-    if (i > 0) await deps.clock.sleep(backoff(i));
+  for (let i = 0; i < READ_TRIES; i++) {
+    if (i > 0) await deps.clock.sleep(READ_BACKOFF_MS * 2 ** (i - 1));
     try {
-      return await tc.getAction(id);
+      return await read();
     } catch (err) {
       last = err;
+      // An answer that is not the object asked for does not get better by asking again.
+      if (err instanceof ApiError && err.details.wrongObject) break;
     }
   }
   throw last;
-}
-
-function backoff(attempt: number): number {
-  return READ_BACK_BASE_MS * 2 ** (attempt - 1);
 }
 
 /** One sentence, on one line, with every registered key replaced. */

@@ -76,6 +76,8 @@ export interface ResolvedConfig {
 export interface SafetyLimits {
   readonly maxChanges?: number;
   readonly maxDeactivations?: number;
+  /** safety.settle_window in milliseconds, when set. */
+  readonly settleWindowMs?: number;
 }
 
 // ---------------------------------------------------------------- live
@@ -97,6 +99,8 @@ export interface LiveTenant {
   readonly firmwares: ReadonlyMap<string, readonly LiveFirmware[]>;
   /** action id → the action, or null when the API said 404. Only the declared actions are read. */
   readonly actions: ReadonlyMap<number, ApiAction | null>;
+  /** action id → why its answer was not used (it was not the object asked for); planned as an error. */
+  readonly actionErrors?: ReadonlyMap<number, string>;
 }
 
 export interface LiveState {
@@ -213,6 +217,11 @@ export interface ApplyReport {
   readonly skipped: number;
   /** Objects that still differ after the re-fetch ("tenant kind key: why"). */
   readonly unconverged: readonly string[];
+  /**
+   * Actions whose live phases are no longer the YAML's first ones after this apply (a phase
+   * twice, a foreign phase): another actor wrote at the same time. One sentence each; a failure.
+   */
+  readonly diverged: readonly string[];
 }
 
 // ---------------------------------------------------------------- edges

@@ -7,7 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import type { ApiClient } from '../../src/api/client.js';
 import { executePlan } from '../../src/apply/executor.js';
-import { Journal, recoverJournal } from '../../src/apply/journal.js';
+import { Journal, settleJournal } from '../../src/apply/journal.js';
+import { fetchLive } from '../../src/api/fetch-live.js';
+import type { DesiredState } from '../../src/model/index.js';
 import { startEmulator } from '../../src/emulator/index.js';
 import type { RunningEmulator, FaultSettings } from '../../src/emulator/index.js';
 import type { Clock, PhaseChange, PhaseSpec } from '../../src/model/index.js';
@@ -59,12 +61,18 @@ function missingTail(): PhaseChange[] {
   return out;
 }
 
+const actionsOnly: DesiredState = {
+  firmwares: [], files: [],
+  actions: [1, 2].map((id) => ({ kind: 'action' as const, tenant: 'acme', labels: {}, source: { file: 'x', line: 1, column: 1 }, id, phases: [] })),
+};
+
 describe('executor against the emulator', () => {
   it('converges 10 appends on two actions when every second append answer is dropped after commit', async () => {
     await start({ dropEvery: 2, seed: 7 });
     const log = memoryLog();
+    const live = await fetchLive(client, actionsOnly);
     const report = await executePlan(planOf(missingTail()), {
-      client, journal, log, clock: realClock, concurrency: 4,
+      client, journal, log, clock: realClock, concurrency: 4, live,
     });
     expect(report).toMatchObject({ applied: 10, failed: 0, skipped: 0 });
     const names = desired.map((p) => p.name);
@@ -74,23 +82,28 @@ describe('executor against the emulator', () => {
     expect(emulator.stats.writes).toBe(10);
     expect(emulator.stats.byRoute['POST /actions/{id}/append_phase']).toBe(10);
     expect(log.lines.filter((l) => l.includes('is unknown')).length).toBe(5);
-    expect(await journal.pending()).toEqual([]);
+    // What is left open is acknowledged (2xx) appends that no read has shown yet; a read settles them.
+    expect(journal.open().every((i) => i.state === 'acknowledged')).toBe(true);
+    for (const id of [1, 2]) await journal.confirm('acme', (await client.tenant('acme').getAction(id))!);
+    expect(journal.open()).toEqual([]);
   });
 
   it.each([11, 12, 13])('converges without a duplicate under 5xx, 429 and dropped answers, re-planning until nothing is left (seed %i)', async (seed) => {
     await start({ dropEvery: 2, failRate: 0.15, rateLimit: 50, seed });
     const log = memoryLog();
     for (let round = 0; round < 5; round++) {
-      await recoverJournal(journal, client, log, { clock: realClock, settleMs: 50 });
+      const { blocked } = await settleJournal(journal, client, log, { clock: realClock, settleMs: 50 });
       const changes = missingTail();
       if (changes.length === 0) break;
-      await executePlan(planOf(changes), { client, journal, log, clock: realClock, concurrency: 8, settleMs: 50 });
+      const live = await fetchLive(client, actionsOnly);
+      await executePlan(planOf(changes), { client, journal, log, clock: realClock, concurrency: 8, readBackPauseMs: 50, live, blocked });
     }
     const names = desired.map((p) => p.name);
     expect(livePhases(1)).toEqual(names);
     expect(livePhases(2)).toEqual(names);
     expect(emulator.stats.writes).toBe(10);
-    expect(await journal.pending()).toEqual([]);
+    for (const id of [1, 2]) await journal.confirm('acme', (await client.tenant('acme').getAction(id))!);
+    expect(journal.open()).toEqual([]);
     // The faults did fire: more requests than the ten appends and their read-backs alone.
     expect(emulator.stats.requests).toBeGreaterThan(15);
   });

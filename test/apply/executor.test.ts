@@ -22,8 +22,9 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** Deps for a plan made now: the fake's current state is the baseline every write is checked against. */
 function deps(api: FakeApi, extra: Partial<Omit<ExecutorDeps, 'log' | 'clock'>> = {}) {
-  return { client: api, journal, log: memoryLog(), clock: fakeClock(), concurrency: 8, ...extra };
+  return { client: api, journal, log: memoryLog(), clock: fakeClock(), concurrency: 8, live: api.snapshot(), ...extra };
 }
 
 function fakeWith(opts: FakeOptions): FakeApi {
@@ -34,7 +35,9 @@ function faultsFor(schedule: AppendFault[]): (n: number) => AppendFault {
   return (n) => schedule[n] ?? 'ok';
 }
 
-function firmware(tenant: string, key: string): FirmwareChange {
+/** A firmware change that deactivates a record; `api` gets the live record the plan saw. */
+function firmware(tenant: string, key: string, api?: FakeApi): FirmwareChange {
+  api?.addFirmware(tenant, key);
   return {
     tenant, kind: 'firmware', op: 'update', key, component_name: 'modem',
     before: { is_deactivated: false }, after: { is_deactivated: true },
@@ -61,7 +64,7 @@ describe('executePlan', () => {
 
   it('keeps the number of requests in flight within the concurrency', async () => {
     const api = fakeWith({ latencyTurns: 5 });
-    const changes: Change[] = Array.from({ length: 20 }, (_, i) => firmware('acme', `1.0.${i}`));
+    const changes: Change[] = Array.from({ length: 20 }, (_, i) => firmware('acme', `1.0.${i}`, api));
     for (let a = 0; a < 6; a++) {
       api.addAction('acme', a);
       changes.push(phaseChange('acme', a, 0, phase('p0')), phaseChange('acme', a, 1, phase('p1')));
@@ -73,7 +76,7 @@ describe('executePlan', () => {
 
   it('sends each firmware body as the plan holds it', async () => {
     const api = fakeWith({});
-    await executePlan(planOf([firmware('acme', '2.4.1')]), deps(api));
+    await executePlan(planOf([firmware('acme', '2.4.1', api)]), deps(api));
     expect(api.firmwares.get('acme/2.4.1')).toEqual({ is_deactivated: true, uncompressed_size: 1000, dependencies: [] });
   });
 
@@ -82,7 +85,7 @@ describe('executePlan', () => {
     api.addAction('acme', 1);
     api.addAction('acme', 2);
     const plan = planOf([
-      firmware('acme', '1.0.0'), firmware('acme', '1.0.1'),
+      firmware('acme', '1.0.0', api), firmware('acme', '1.0.1', api),
       phaseChange('acme', 1, 0, phase('a')), phaseChange('acme', 1, 1, phase('b')),
       phaseChange('acme', 2, 0, phase('a')),
     ]);
@@ -96,7 +99,7 @@ describe('executePlan', () => {
 
   it('with failFast, skips everything that had not started after the first failure', async () => {
     const api = fakeWith({ putFault: (v) => v === '1.0.0' });
-    const plan = planOf([firmware('acme', '1.0.0'), firmware('acme', '1.0.1'), firmware('acme', '1.0.2')]);
+    const plan = planOf([firmware('acme', '1.0.0', api), firmware('acme', '1.0.1', api), firmware('acme', '1.0.2', api)]);
     const report = await executePlan(plan, deps(api, { failFast: true, concurrency: 1 }));
     expect(report.results.map((r) => r.status)).toEqual(['failed', 'skipped', 'skipped']);
     expect(report.results[1]!.message).toContain('--fail-fast');
@@ -107,7 +110,7 @@ describe('executePlan', () => {
     const api = fakeWith({});
     const ctl = new AbortController();
     const seen: string[] = [];
-    const plan = planOf([firmware('acme', '1.0.0'), firmware('acme', '1.0.1'), firmware('acme', '1.0.2')]);
+    const plan = planOf([firmware('acme', '1.0.0', api), firmware('acme', '1.0.1', api), firmware('acme', '1.0.2', api)]);
     const report = await executePlan(plan, deps(api, {
       concurrency: 1, signal: ctl.signal,
       onResult: (r, done, total) => { seen.push(`${done}/${total} ${r.status}`); ctl.abort(); },
@@ -119,7 +122,7 @@ describe('executePlan', () => {
 
   it('finishes every change even when the progress callback throws', async () => {
     const api = fakeWith({});
-    const plan = planOf([firmware('acme', '1.0.0'), firmware('acme', '1.0.1')]);
+    const plan = planOf([firmware('acme', '1.0.0', api), firmware('acme', '1.0.1', api)]);
     const report = await executePlan(plan, deps(api, { onResult: () => { throw new Error('EPIPE'); } }));
     expect(report.applied).toBe(2);
   });
@@ -131,17 +134,19 @@ describe('executePlan', () => {
     const report = await executePlan(plan, deps(api));
     expect(report.applied).toBe(2);
     expect(api.appendsReceived.map((a) => a.name)).toEqual(['a', 'b']);
-    expect(await journal.pending()).toEqual([]);
+    expect(journal.open()).toEqual([]);
   });
 
-  it('sends again, once, when the read-back shows the phase absent', async () => {
+  it('does not send again in the same run when the read-back shows the phase absent: the intent stays open, marked absent', async () => {
     const api = fakeWith({ appendFault: faultsFor(['5xx-before-commit']) });
     api.addAction('acme', 42);
-    const d = deps(api);
-    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
-    expect(report.applied).toBe(1);
-    expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['a']);
-    expect(d.log.lines.some((l) => l.includes('sending it again'))).toBe(true);
+    const d = deps(api, { settleMs: 30_000 });
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a')), phaseChange('acme', 42, 1, phase('b'))]), d);
+    expect(report.results.map((r) => r.status)).toEqual(['failed', 'skipped']);
+    expect(report.results[0]!.message).toMatch(/not sent again in this run: a later run sends it only after reads have shown it absent for 30 s/);
+    expect(api.phases('acme', 42)).toEqual([]);
+    const open = journal.open();
+    expect(open).toEqual([expect.objectContaining({ name: 'a', state: 'pending', absentSince: expect.any(Number) })]);
   });
 
   it('reads again after a pause before resending, and counts a phase that landed late as applied', async () => {
@@ -162,48 +167,53 @@ describe('executePlan', () => {
     expect(d.clock.slept).toEqual([1_000]);
   });
 
-  it('gives up after a bounded number of sends that are each proven absent', async () => {
-    const api = fakeWith({ appendFault: () => '5xx-before-commit' });
+  it('gives up after a bounded number of sends that were each certainly refused (429)', async () => {
+    const api = new FakeApi({ journalPath: journal.path });
     api.addAction('acme', 42);
+    const tc = api.tenant('acme');
+    api.tenant = () => ({ ...tc, appendPhase: () => Promise.reject(rateLimited()) });
     const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), deps(api));
     expect(report.failed).toBe(1);
-    expect(report.results[0]!.message).toMatch(/after 3 tries/);
-    expect(api.phases('acme', 42)).toEqual([]);
+    expect(report.results[0]!.message).toMatch(/refused the append every time: append_phase answered 429/);
+    expect(journal.open()).toEqual([]);
   });
 
   it('fails, without sending again, when the read-back shows someone else\'s phase at that index', async () => {
     const api = fakeWith({ appendFault: faultsFor(['5xx-before-commit']) });
     api.addAction('acme', 42);
+    const d = deps(api);
     const tc = api.tenant('acme');
     const original = tc.getAction;
-    // Another writer appends between our failed append and our read-back.
-    let raced = false;
+    // Another writer appends between our failed append and our read-back (the second read).
+    let reads = 0;
     api.tenant = () => ({ ...tc, getAction: async (id) => {
-      if (!raced) { raced = true; api.addAction('acme', 42, [phase('theirs')]); }
+      if (++reads === 2) api.addAction('acme', 42, [phase('theirs')]);
       return original(id);
     } });
-    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('mine'))]), deps(api));
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('mine'))]), d);
     expect(report.failed).toBe(1);
-    expect(report.results[0]!.message).toContain('already has a different phase at index 0');
+    expect(report.results[0]!.message).toMatch(/outcome of the append is unknown/);
     expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['theirs']);
-    expect(await journal.pending()).toEqual([]);
+    expect(api.appendsReceived).toEqual([]);
+    // Still open: it may land later, and is not sent again before the settle window.
+    expect(journal.open()).toHaveLength(1);
   });
 
   it('retries the read-back, and leaves the intent pending when the action cannot be read at all', async () => {
-    const api = fakeWith({ appendFault: faultsFor(['drop-after-commit']), readFault: () => 'error' });
+    const api = fakeWith({ appendFault: faultsFor(['drop-after-commit']), readFault: (n) => (n === 0 ? 'ok' : 'error') });
     api.addAction('acme', 42);
-    const d = deps(api, { checkIndex: false });
+    const d = deps(api);
     const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
     expect(report.failed).toBe(1);
-    expect(report.results[0]!.message).toContain('the next apply settles it from the journal');
-    expect(d.clock.slept.length).toBe(4);
-    expect((await journal.pending()).map((i) => i.name)).toEqual(['a']);
+    expect(report.results[0]!.message).toContain('the next run settles it from the journal');
+    expect(d.clock.slept).toEqual([200, 400]);
+    expect(journal.open().map((i) => i.name)).toEqual(['a']);
   });
 
   it('resolves a flaky read-back once it answers', async () => {
-    const api = fakeWith({ appendFault: faultsFor(['drop-after-commit']), readFault: (n) => (n < 2 ? 'error' : 'ok') });
+    const api = fakeWith({ appendFault: faultsFor(['drop-after-commit']), readFault: (n) => (n === 1 || n === 2 ? 'error' : 'ok') });
     api.addAction('acme', 42);
-    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), deps(api, { checkIndex: false }));
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), deps(api));
     expect(report.applied).toBe(1);
     expect(api.appendsReceived).toHaveLength(1);
   });
@@ -219,29 +229,154 @@ describe('executePlan', () => {
     expect(api.phases('acme', 42)).toHaveLength(1);
   });
 
-  it('sends nothing when the action cannot be read before its first append', async () => {
+  it('sends nothing when the action cannot be read before an append', async () => {
     const api = fakeWith({ readFault: () => 'error' });
     api.addAction('acme', 42);
     const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a')), phaseChange('acme', 42, 1, phase('b'))]), deps(api));
     expect(report.results.map((r) => r.status)).toEqual(['failed', 'skipped']);
+    expect(report.results[0]!.message).toMatch(/could not be read before appending, so nothing was sent/);
     expect(api.appendsReceived).toEqual([]);
-    expect(await journal.pending()).toEqual([]);
+    expect(journal.open()).toEqual([]);
   });
 
-  it('refuses to append when the live action no longer ends where the plan thought', async () => {
+  it('refuses to append when the live action gained a foreign phase since the plan: a conflict naming it', async () => {
     const api = fakeWith({});
+    api.addAction('acme', 42, [phase('canary')]);
+    const d = deps(api);
     api.addAction('acme', 42, [phase('canary'), phase('extra')]);
-    const report = await executePlan(planOf([phaseChange('acme', 42, 1, phase('wave-1'))]), deps(api));
-    expect(report.failed).toBe(1);
+    const report = await executePlan(planOf([phaseChange('acme', 42, 1, phase('wave-1')), phaseChange('acme', 42, 2, phase('wave-2'))]), d);
+    expect(report.results.map((r) => r.status)).toEqual(['failed', 'skipped']);
+    expect(report.results[0]!.message).toMatch(/action 42 has phase 1 "extra" where the YAML has "wave-1" \(live \["canary", "extra"\]\); nothing was appended/);
     expect(api.appendsReceived).toEqual([]);
   });
 
-  it('counts a phase that is already there as applied without sending it', async () => {
+  it('a stale plan: phases another actor appended since are not sent again, the rest are (never an inferred index)', async () => {
     const api = fakeWith({});
-    api.addAction('acme', 42, [phase('canary'), phase('wave-1')]);
-    const report = await executePlan(planOf([phaseChange('acme', 42, 1, phase('wave-1'))]), deps(api));
-    expect(report.applied).toBe(1);
+    api.addAction('acme', 42, [phase('p0')]);
+    const d = deps(api);
+    const plan = planOf([1, 2, 3, 4].map((i) => phaseChange('acme', 42, i, phase(`p${i}`))));
+    api.addAction('acme', 42, [phase('p0'), phase('p1'), phase('p2')]);
+    const report = await executePlan(plan, d);
+    expect(report.results.map((r) => r.status)).toEqual(['skipped', 'skipped', 'applied', 'applied']);
+    expect(report.results[0]!.message).toMatch(/already there/);
+    expect(api.appendsReceived.map((a) => a.name)).toEqual(['p3', 'p4']);
+    expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['p0', 'p1', 'p2', 'p3', 'p4']);
+  });
+
+  it('each append is decided on its own read: one that lands between two of ours stops the action', async () => {
+    const api = fakeWith({});
+    api.addAction('acme', 42, [phase('p0')]);
+    const d = deps(api);
+    const tc = api.tenant('acme');
+    let appended = 0;
+    api.tenant = () => ({ ...tc, appendPhase: async (id, p) => {
+      const a = await tc.appendPhase(id, p);
+      if (++appended === 1) api.actions.get('acme/42')!.phases.push(phase('theirs'));
+      return a;
+    } });
+    const report = await executePlan(planOf([1, 2, 3].map((i) => phaseChange('acme', 42, i, phase(`p${i}`)))), d);
+    expect(report.results.map((r) => r.status)).toEqual(['applied', 'failed', 'skipped']);
+    expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['p0', 'p1', 'theirs']);
+  });
+
+  it('a 2xx is final: an answer it cannot use still counts as applied, is journaled as acknowledged, and is never sent again', async () => {
+    const api = new FakeApi({ journalPath: journal.path });
+    api.addAction('acme', 42);
+    const d = deps(api);
+    const tc = api.tenant('acme');
+    api.tenant = () => ({ ...tc, appendPhase: async (id, p) => {
+      await tc.appendPhase(id, p);
+      throw new ApiError('malformed response from POST /api/v1/actions/42/append_phase: phases is missing', { status: 201, outcome: 'unknown' });
+    } });
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+    expect(report.results[0]).toMatchObject({ status: 'applied' });
+    expect(report.results[0]!.message).toMatch(/accepted it \(201\)/);
+    expect(journal.open()).toEqual([expect.objectContaining({ name: 'a', state: 'acknowledged' })]);
+    expect(api.appendsReceived).toHaveLength(1);
+  });
+
+  it('an append accepted but not yet shown by reads stops the action for this run instead of being sent again', async () => {
+    const api = fakeWith({});
+    api.addAction('acme', 42, [phase('p0')]);
+    const d = deps(api);
+    const tc = api.tenant('acme');
+    // A server behind a queue: the answer and the reads show the action as it was.
+    api.tenant = () => ({ ...tc,
+      appendPhase: async (id, p) => { const before = await tc.getAction(id); await tc.appendPhase(id, p); api.actions.get('acme/42')!.phases.pop(); hidden.push(p); return before!; },
+      getAction: (id) => tc.getAction(id),
+    });
+    const hidden: unknown[] = [];
+    const report = await executePlan(planOf([1, 2].map((i) => phaseChange('acme', 42, i, phase(`p${i}`)))), d);
+    expect(report.results.map((r) => r.status)).toEqual(['applied', 'skipped']);
+    expect(report.results[1]!.message).toMatch(/accepted phase 1 but its reads do not show it yet/);
+    expect(hidden).toHaveLength(1);
+    expect(journal.open()).toEqual([expect.objectContaining({ name: 'p1', state: 'acknowledged' })]);
+  });
+
+  it('a duplicate that a concurrent append created is reported as diverged, and the action stops', async () => {
+    const api = fakeWith({});
+    api.addAction('acme', 42, [phase('p0')]);
+    const d = deps(api);
+    const tc = api.tenant('acme');
+    api.tenant = () => ({ ...tc, appendPhase: async (id, p) => { api.actions.get('acme/42')!.phases.push(structuredClone(p)); return tc.appendPhase(id, p); } });
+    const report = await executePlan(planOf([1, 2].map((i) => phaseChange('acme', 42, i, phase(`p${i}`)))), d);
+    expect(report.results.map((r) => r.status)).toEqual(['applied', 'skipped']);
+    expect(report.diverged).toEqual([expect.stringMatching(/^action 42 in acme: no longer the YAML's first phases after phase 1 "p1" was appended: .*phase "p1" twice/)]);
+  });
+
+  it('an action left blocked by the journal gets nothing', async () => {
+    const api = fakeWith({});
+    api.addAction('acme', 42);
+    const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a')), phaseChange('acme', 42, 1, phase('b'))]),
+      deps(api, { blocked: new Map([['acme\u000042', 'phase 0 "a" is in doubt']]) }));
+    expect(report.results.map((r) => r.status)).toEqual(['failed', 'skipped']);
+    expect(report.results[0]!.message).toBe('nothing is appended to action 42 while phase 0 "a" is in doubt');
     expect(api.appendsReceived).toEqual([]);
+  });
+
+  it('a holder that lost the lock sends nothing more', async () => {
+    const api = fakeWith({});
+    let checks = 0;
+    const plan = planOf([firmware('acme', '1.0.0', api), firmware('acme', '1.0.1', api), firmware('acme', '1.0.2', api)]);
+    const report = await executePlan(plan, deps(api, {
+      concurrency: 1,
+      assertLockHeld: () => (++checks > 1 ? Promise.reject(new Error('the lock .dus-sync/apply.lock was taken over by another process')) : Promise.resolve()),
+    }));
+    expect(report.results.map((r) => r.status)).toEqual(['applied', 'failed', 'skipped']);
+    expect(report.results[2]!.message).toMatch(/skipped because the lock .* was taken over/);
+    expect(api.puts).toEqual(['acme/1.0.0']);
+  });
+
+  it('a PUT is refused when a field the YAML does not manage moved since the plan; never overwritten', async () => {
+    const api = fakeWith({});
+    const change = firmware('acme', '1.0.0', api);
+    const d = deps(api);
+    api.records.get('acme/1.0.0')!.fields.uncompressed_size = 999;
+    const report = await executePlan(planOf([change]), d);
+    expect(report.results[0]).toMatchObject({ status: 'failed' });
+    expect(report.results[0]!.message).toMatch(/firmware 1\.0\.0 changed since the plan was made \(uncompressed_size 1000 → 999\); it was not written/);
+    expect(api.puts).toEqual([]);
+  });
+
+  it('a PUT whose record already holds the desired values is not sent', async () => {
+    const api = fakeWith({});
+    const change = firmware('acme', '1.0.0', api);
+    const d = deps(api);
+    api.records.get('acme/1.0.0')!.fields.is_deactivated = true;
+    const report = await executePlan(planOf([change]), d);
+    expect(report.results[0]).toMatchObject({ status: 'skipped', message: 'it already has the desired values; nothing sent' });
+    expect(api.puts).toEqual([]);
+  });
+
+  it('a firmware no longer in its bundle is not written', async () => {
+    const api = fakeWith({});
+    const change = firmware('acme', '1.0.0', api);
+    const d = deps(api);
+    api.records.get('acme/1.0.0')!.bundle = 'elsewhere';
+    api.addFirmware('acme', '9.9.9');
+    const report = await executePlan(planOf([change]), d);
+    expect(report.results[0]!.message).toMatch(/no longer in bundle 2024\.01/);
+    expect(api.puts).toEqual([]);
   });
 
   it('never puts a key into a failure message', async () => {
@@ -251,7 +386,7 @@ describe('executePlan', () => {
       const api = fakeWith({});
       const tc = api.tenant('acme');
       api.tenant = () => ({ ...tc, putFirmware: () => Promise.reject(new Error('rejected key sk-live-very-secret.\nsee logs')) });
-      const report = await executePlan(planOf([firmware('acme', '1.0.0')]), deps(api));
+      const report = await executePlan(planOf([firmware('acme', '1.0.0', api)]), deps(api));
       expect(report.results[0]!.message).toBe('rejected key [REDACTED]. see logs');
     } finally {
       clearSecretsForTests();

@@ -2,7 +2,9 @@
 // phase appends: enough to drive the executor through every failure mode without a server.
 import { readFileSync } from 'node:fs';
 import type { TenantClient } from '../../src/api/types.js';
-import type { Action, Clock, FirmwareBundle, FirmwareUpdate, Logger, Phase, PhaseChange, PhaseSpec, Plan, Change } from '../../src/model/index.js';
+import type {
+  Action, Clock, FirmwareBundle, FirmwareUpdate, LiveFirmware, LiveState, Logger, Phase, PhaseChange, PhaseSpec, Plan, Change,
+} from '../../src/model/index.js';
 import { ApiError } from '../../src/errors.js';
 
 export type AppendFault = 'ok' | 'fail-before-send' | 'drop-after-commit' | '5xx-after-commit' | '5xx-before-commit' | '4xx';
@@ -22,6 +24,8 @@ export interface FakeOptions {
 export class FakeApi {
   readonly actions = new Map<string, Action>();
   readonly firmwares = new Map<string, FirmwareUpdate>();
+  /** Firmware records by tenant/version, each in one bundle, read back by getBundle. */
+  readonly records = new Map<string, { bundle: string; component_name: string; fields: FirmwareUpdate }>();
   readonly puts: string[] = [];
   readonly appendsReceived: Array<{ tenant: string; actionId: number; name: string }> = [];
   readonly violations: string[] = [];
@@ -36,6 +40,31 @@ export class FakeApi {
     this.actions.set(`${tenant}/${id}`, { id, status: 'pending', phases: phases.map((p) => ({ ...p })) });
   }
 
+  addFirmware(tenant: string, versionNumber: string, fields: Partial<FirmwareUpdate> = {}, bundle = '2024.01'): void {
+    this.records.set(`${tenant}/${versionNumber}`, {
+      bundle, component_name: 'modem',
+      fields: { is_deactivated: false, uncompressed_size: 1000, dependencies: [], ...fields },
+    });
+  }
+
+  /** The live state as a fetch would see it now: what a plan is made from. */
+  snapshot(): LiveState {
+    const tenants = new Map<string, { firmwares: Map<string, LiveFirmware[]>; actions: Map<number, Action | null> }>();
+    const get = (t: string) => {
+      let v = tenants.get(t);
+      if (!v) tenants.set(t, (v = { firmwares: new Map(), actions: new Map() }));
+      return v;
+    };
+    for (const [key, a] of this.actions) get(key.split('/')[0]!).actions.set(a.id, structuredClone(a));
+    for (const [key, r] of this.records) {
+      const [tenant, version] = key.split('/') as [string, string];
+      get(tenant).firmwares.set(version, [{
+        version_number: version, component_name: r.component_name, firmware_id: null, bundles: [r.bundle], ...structuredClone(r.fields),
+      }]);
+    }
+    return { tenants };
+  }
+
   phases(tenant: string, id: number): Phase[] {
     return this.actions.get(`${tenant}/${id}`)?.phases ?? [];
   }
@@ -45,7 +74,7 @@ export class FakeApi {
       tenant: name,
       listBundles: () => Promise.resolve([] as FirmwareBundle[]),
       bundlePages: () => (async function* () { /* no bundles */ })(),
-      getBundle: () => Promise.reject(new ApiError('not found', { status: 404 })),
+      getBundle: (version) => this.request(() => this.getBundle(name, version)),
       getAction: (id) => this.request(() => this.getAction(name, id)),
       putFirmware: (v, body) => this.request(() => this.putFirmware(name, v, body)),
       appendPhase: (id, phase) => this.request(() => this.appendPhase(name, id, phase)),
@@ -70,10 +99,19 @@ export class FakeApi {
     return a === undefined ? null : structuredClone(a);
   }
 
+  private getBundle(tenant: string, version: string): FirmwareBundle {
+    const firmwares = [...this.records].filter(([k, r]) => k.startsWith(`${tenant}/`) && r.bundle === version)
+      .map(([k, r]) => ({ version_number: k.slice(tenant.length + 1), component_name: r.component_name, ...structuredClone(r.fields) }));
+    if (firmwares.length === 0) throw new ApiError('GET bundle answered 404', { status: 404 });
+    return { version, firmwares } as FirmwareBundle;
+  }
+
   private putFirmware(tenant: string, v: string, body: FirmwareUpdate): void {
     if (this.opts.putFault?.(v)) throw new ApiError(`PUT /api/v1/firmwares/${v} answered 400: bad dependencies`, { status: 400 });
     this.puts.push(`${tenant}/${v}`);
     this.firmwares.set(`${tenant}/${v}`, body);
+    const r = this.records.get(`${tenant}/${v}`);
+    if (r) r.fields = structuredClone(body);
   }
 
   private appendPhase(tenant: string, id: number, phase: PhaseSpec): Action {

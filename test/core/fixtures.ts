@@ -86,4 +86,5 @@ export const richReport: ApplyReport = {
   failed: 1,
   skipped: 1,
   unconverged: ['acme action 42: 2 phases still to append'],
+  diverged: [],
 };

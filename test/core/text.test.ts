@@ -48,7 +48,7 @@ describe('renderApplyReport', () => {
   });
 
   it('has only the totals for an empty apply', () => {
-    const empty: ApplyReport = { results: [], applied: 0, failed: 0, skipped: 0, unconverged: [] };
+    const empty: ApplyReport = { results: [], applied: 0, failed: 0, skipped: 0, unconverged: [], diverged: [] };
     expect(renderApplyReport(empty, { color: false })).toBe('Apply: 0 applied, 0 failed, 0 skipped.\n');
   });
 });

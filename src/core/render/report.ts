@@ -28,6 +28,10 @@ export function renderApplyReport(report: ApplyReport, opts: { color: boolean })
   );
   const totals = `Apply: ${report.applied} applied, ${report.failed} failed, ${report.skipped} skipped.`;
   const tail = [paint('bold', totals)];
+  if (report.diverged.length > 0) {
+    tail.push(paint('red', 'Diverged (the live phases are no longer the YAML\'s first ones):'));
+    tail.push(...report.diverged.map((d) => `  - ${safeText(d)}`));
+  }
   if (report.unconverged.length > 0) {
     tail.push(paint('red', 'Not converged (still different after apply):'));
     tail.push(...report.unconverged.map((u) => `  - ${safeText(u)}`));

@@ -1,0 +1,71 @@
+// After an apply: read the touched objects again and compare them with what the run meant to
+// leave. Pure: the caller fetches. A firmware the run wrote must hold the values it sent; an
+// action must still be the YAML's first phases (a phase twice or a foreign phase is a divergence,
+// a failure); a phase the API accepted must show in reads.
+import type { ApplyReport, Change, DesiredState, LiveState, Phase, PhaseSpec, Plan } from '../model/index.js';
+import { canonicalJson, normalizePhase, sortDependencies } from '../core/canonical.js';
+import { phaseDigestInput } from '../core/canonical.js';
+
+export interface Verified {
+  readonly unconverged: string[];
+  readonly diverged: string[];
+}
+
+/** The objects a set of changes touches, as a desired state, so that exactly those are fetched again. */
+export function touchedObjects(changes: readonly Change[]): DesiredState {
+  const source = { file: '(apply)', line: 1, column: 1 };
+  const firmwares = new Map<string, DesiredState['firmwares'][number]>();
+  const actions = new Map<string, DesiredState['actions'][number]>();
+  for (const c of changes) {
+    if (c.kind === 'firmware') firmwares.set(`${c.tenant}\0${c.key}`, { kind: 'firmware', tenant: c.tenant, labels: {}, source, spec: { version_number: c.key } });
+    else actions.set(`${c.tenant}\0${c.action_id}`, { kind: 'action', tenant: c.tenant, labels: {}, source, id: c.action_id, phases: [] });
+  }
+  return { firmwares: [...firmwares.values()], actions: [...actions.values()], files: [] };
+}
+
+/** The prefix of an action's diverged sentences, so that one action is named once. */
+export function divergedPrefix(tenant: string, actionId: number): string {
+  return `action ${actionId} in ${tenant}:`;
+}
+
+const text = (p: PhaseSpec | Phase): string => phaseDigestInput(normalizePhase(p));
+
+export function verifyApplied(plan: Plan, report: ApplyReport, baseline: LiveState, after: LiveState): Verified {
+  const unconverged: string[] = [];
+  const diverged: string[] = [];
+  const status = new Map(report.results.map((r) => [r.change, r.status] as const));
+  for (const c of plan.changes) {
+    if (c.kind !== 'firmware' || status.get(c) !== 'applied') continue;
+    const record = (after.tenants.get(c.tenant)?.firmwares.get(c.key) ?? []).find((r) => r.component_name === c.component_name);
+    const ok = record !== undefined && record.is_deactivated === c.body.is_deactivated && record.uncompressed_size === c.body.uncompressed_size
+      && canonicalJson(sortDependencies(record.dependencies)) === canonicalJson(sortDependencies(c.body.dependencies));
+    if (!ok) unconverged.push(`firmware ${c.key} in ${c.tenant} does not have the values that were written`);
+  }
+  const byAction = new Map<string, Extract<Change, { kind: 'phase' }>[]>();
+  for (const c of plan.changes) {
+    if (c.kind !== 'phase') continue;
+    const key = `${c.tenant}\0${c.action_id}`;
+    byAction.set(key, [...(byAction.get(key) ?? []), c]);
+  }
+  for (const appends of byAction.values()) {
+    const { tenant, action_id: id } = appends[0]!;
+    const base = baseline.tenants.get(tenant)?.actions.get(id);
+    const now = after.tenants.get(tenant)?.actions.get(id);
+    if (!base || !now) continue;
+    const expected = [...base.phases, ...appends.sort((a, b) => a.index - b.index).map((a) => a.after)].map(text);
+    const live = now.phases.map(text);
+    const prefix = live.length <= expected.length && live.every((p, i) => p === expected[i]);
+    if (!prefix) {
+      if (report.diverged.some((d) => d.startsWith(divergedPrefix(tenant, id)))) continue;
+      const twice = live.length > new Set(live).size;
+      diverged.push(`${divergedPrefix(tenant, id)} no longer the YAML's first phases after apply: its ${live.length} live phases are ${now.phases.map((p) => JSON.stringify(p.name)).join(', ')}${twice ? ' (a phase twice)' : ''}; another actor appended at the same time, and phases cannot be removed: fix the action in the service and the YAML`);
+      continue;
+    }
+    for (const c of appends) {
+      if (status.get(c) === 'applied' && c.index >= live.length) {
+        unconverged.push(`phase ${c.index} "${c.after.name}" of action ${id} in ${tenant} was accepted by the API but its reads do not show it yet`);
+      }
+    }
+  }
+  return { unconverged, diverged };
+}
