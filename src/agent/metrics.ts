@@ -23,6 +23,7 @@ export class AgentMetrics {
   private readonly configValid: Gauge;
   private readonly lastSuccess: Gauge;
   private readonly apiRequests: Counter<'method' | 'status'>;
+  private readonly diverged: Counter;
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -56,6 +57,11 @@ export class AgentMetrics {
       name: 'dus_sync_api_requests_total', help: 'Requests to the Device Update Service API by method and status.',
       labelNames: ['method', 'status'], registers,
     });
+    this.diverged = new Counter({
+      name: 'dus_sync_diverged_actions_total',
+      help: 'Actions found after an apply with live phases that are no longer the YAML\'s first ones (a phase twice, a foreign phase).',
+      registers,
+    });
     // Every result shows up as 0 from the start, so rate() and alerts work before the first failure.
     for (const r of ['success', 'invalid-config', 'api-error', 'unsafe', 'conflict', 'partial-failure', 'suspended'] as const) {
       this.reconcileTotal.inc({ result: r }, 0);
@@ -67,6 +73,7 @@ export class AgentMetrics {
     this.reconcileTotal.inc({ result: result.result });
     this.reconcileDuration.observe(durationMs / 1000);
     for (const a of result.applied) this.changesApplied.inc({ tenant: a.tenant, kind: a.kind });
+    this.diverged.inc(result.diverged ?? 0);
     this.configValid.set(result.configValid ? 1 : 0);
     if (PLANNED.has(result.result)) {
       replace(this.driftObjects, result.drift);

@@ -9,6 +9,7 @@ import { resolveConfig } from '../load/config.js';
 import { assemble, listResourceFiles, parseFile, type LoadFilter, type ParsedFile } from '../load/index.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { redact } from '../redact.js';
+import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, tenantsOf, withApplyLock,
 } from './reconcile.js';
@@ -23,6 +24,8 @@ export interface PassOptions {
   readonly dryRun: boolean;
   readonly concurrency: number;
   readonly journal?: string;
+  /** --settle-window, when given (else safety.settle_window, else 30 s). */
+  readonly settleWindowMs?: number;
   readonly insecureHttp?: boolean;
   readonly caFile?: string;
   readonly log: Logger;
@@ -132,18 +135,24 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         return result({ ...base, result: 'suspended', message: `drift: ${plan.changes.length} change(s) not applied (suspend: true)` });
       }
       const journalPath = journalPathFor(config, opts.journal);
-      const report = await withApplyLock({ journalPath, log: opts.log, tenants }, api, async (journal, recovered) => {
-        // In-doubt appends were just resolved: plan again so nothing is appended twice.
-        const fresh = recovered > 0 ? (await fetchAndPlan(api, desired, opts.concurrency, signal)).plan : plan;
-        return execute(fresh, api, journal, { journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal });
+      const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
+      const applyOpts = { journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs };
+      const report = await withApplyLock({ ...applyOpts, tenants }, api, async (locked) => {
+        // The plan above told that there is drift; the one executed is made again inside the
+        // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
+        const fresh = await fetchAndPlan(api, desired, opts.concurrency, signal);
+        enforceSafety(fresh.plan, config, {});
+        return execute(fresh.plan, fresh.live, api, locked, applyOpts);
       });
       for (const r of report.results) {
         if (r.status === 'failed') opts.log.warn(`failed: ${r.change.kind} ${r.change.key} in ${r.change.tenant}: ${r.message ?? ''}`);
       }
+      for (const d of report.diverged) opts.log.error(`diverged: ${d}`);
+      for (const u of report.unconverged) opts.log.warn(`not converged: ${u}`);
       const applied = report.results.filter((r) => r.status === 'applied').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
-      const outcome = report.failed > 0 ? 'partial-failure' : problems > 0 ? 'conflict' : 'success';
-      return result({ ...base, result: outcome, applied,
-        message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}` });
+      const outcome = report.failed > 0 || report.diverged.length > 0 || report.unconverged.length > 0 ? 'partial-failure' : problems > 0 ? 'conflict' : 'success';
+      return result({ ...base, result: outcome, applied, diverged: report.diverged.length,
+        message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}` });
     } catch (err) {
       if (err instanceof UnsafePlanError) return result({ result: 'unsafe', message: err.message });
       if (err instanceof ConfigError) return invalid(err, opts.log);

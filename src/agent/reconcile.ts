@@ -14,8 +14,9 @@ import { fetchLive } from '../api/fetch-live.js';
 import { plan as computePlan } from '../core/plan.js';
 import { checkSafety } from '../core/safety.js';
 import { executePlan } from '../apply/executor.js';
-import { Journal, recoverJournal } from '../apply/journal.js';
-import { acquireLock } from '../apply/lock.js';
+import { DEFAULT_SETTLE_MS, Journal, settleJournal, type Settled } from '../apply/journal.js';
+import { acquireLock, type ApplyLock } from '../apply/lock.js';
+import { touchedObjects, verifyApplied } from '../apply/verify.js';
 
 export interface ConnectOptions {
   readonly env: NodeJS.ProcessEnv;
@@ -92,25 +93,39 @@ export interface ApplyOptions {
   readonly concurrency: number;
   readonly failFast?: boolean;
   readonly signal?: AbortSignal;
+  /** How long reads must show an unknown append absent before it may be sent again (default 30 s). */
+  readonly settleMs?: number;
   readonly onResult?: (r: ChangeResult, done: number, total: number) => void;
 }
 
+/** What a locked run holds: the journal, the lock (checked before every write), and what the journal settled. */
+export interface Locked {
+  readonly journal: Journal;
+  readonly lock: ApplyLock;
+  readonly settled: Settled;
+}
+
 /**
- * Takes the lock, resolves what a crashed run left in the journal, then executes the plan.
- * `replan` is called after recovery: when the journal held in-doubt appends, the plan is
- * computed again from the live state so that nothing is appended twice.
+ * Takes the lock, settles what earlier runs left open in the journal, then runs `body`: the
+ * plan that gets executed must be made inside it, from a read taken after the lock.
  */
-export async function withApplyLock<T>(opts: Pick<ApplyOptions, 'journalPath' | 'log'> & { readonly tenants: readonly string[] }, client: ApiClient,
-  body: (journal: Journal, recovered: number) => Promise<T>): Promise<T> {
+export async function withApplyLock<T>(
+  opts: Pick<ApplyOptions, 'journalPath' | 'log' | 'clock' | 'settleMs' | 'signal'> & { readonly tenants: readonly string[] },
+  client: ApiClient,
+  body: (locked: Locked) => Promise<T>,
+): Promise<T> {
   const lock = await acquireLock(dirname(opts.journalPath), { log: opts.log });
   let journal: Journal | undefined;
   try {
     journal = await Journal.open(opts.journalPath);
-    const recovery = await recoverJournal(journal, client, opts.log, { tenants: new Set(opts.tenants) });
-    if (recovery.resolved > 0) {
-      opts.log.info(`resolved ${recovery.resolved} in-doubt phase append(s) left by an earlier run: ${recovery.applied} had been applied, ${recovery.notApplied} had not`);
+    const settled = await settleJournal(journal, client, opts.log, {
+      tenants: new Set(opts.tenants), clock: opts.clock, settleMs: opts.settleMs ?? DEFAULT_SETTLE_MS, signal: opts.signal,
+    });
+    if (settled.resolved > 0) {
+      opts.log.info(`settled ${settled.resolved} phase append(s) left in doubt by an earlier run: ${settled.applied} had been applied, ${settled.notApplied} had not`);
     }
-    const result = await body(journal, recovery.resolved);
+    for (const why of settled.blocked.values()) opts.log.warn(`journal: ${why}`);
+    const result = await body({ journal, lock, settled });
     await journal.compact();
     return result;
   } finally {
@@ -119,25 +134,44 @@ export async function withApplyLock<T>(opts: Pick<ApplyOptions, 'journalPath' | 
   }
 }
 
-export async function execute(plan: Plan, client: ApiClient, journal: Journal, opts: ApplyOptions): Promise<ApplyReport> {
-  return executePlan(plan, {
+/** Executes a plan made (inside the lock) from `live`, then reads the touched objects again to verify. */
+export async function execute(plan: Plan, live: LiveState, client: ApiClient, locked: Locked, opts: ApplyOptions): Promise<ApplyReport> {
+  const report = await executePlan(plan, {
     client,
-    journal,
+    journal: locked.journal,
+    live,
     log: opts.log,
     clock: opts.clock,
     concurrency: opts.concurrency,
     failFast: opts.failFast,
     signal: opts.signal,
+    assertLockHeld: () => locked.lock.assertHeld(),
+    blocked: locked.settled.blocked,
+    settleMs: opts.settleMs ?? DEFAULT_SETTLE_MS,
     onResult: opts.onResult,
   });
+  if (report.applied === 0 && report.diverged.length === 0) return report;
+  return verify(plan, report, live, client, locked.journal, opts);
 }
 
-/** After applying: fetch again and plan again; whatever is left did not converge. */
-export async function verifyConverged(client: ApiClient, desired: DesiredState, concurrency: number): Promise<string[]> {
-  const { plan } = await fetchAndPlan(client, desired, concurrency);
-  return plan.changes.map((c) => c.kind === 'firmware'
-    ? `firmware ${c.key} in ${c.tenant} still differs (${Object.keys(c.after).join(', ')})`
-    : `phase ${c.index} "${c.after.name}" of action ${c.key} in ${c.tenant} is still missing`);
+/**
+ * After applying: fetch the touched objects again; a written firmware must hold its values, an
+ * action must still be the YAML's first phases. Acknowledged appends the reads now show are
+ * settled in the journal.
+ */
+async function verify(plan: Plan, report: ApplyReport, live: LiveState, client: ApiClient, journal: Journal, opts: ApplyOptions): Promise<ApplyReport> {
+  let after: LiveState;
+  try {
+    after = await fetchLive(client, touchedObjects(plan.changes), { concurrency: opts.concurrency });
+  } catch (err) {
+    opts.log.warn(`could not read the changed objects again to verify them: ${err instanceof Error ? err.message : String(err)}`);
+    return report;
+  }
+  for (const [tenant, t] of after.tenants) {
+    for (const action of t.actions.values()) if (action) await journal.confirm(tenant, action);
+  }
+  const v = verifyApplied(plan, report, live, after);
+  return { ...report, unconverged: [...report.unconverged, ...v.unconverged], diverged: [...report.diverged, ...v.diverged] };
 }
 
 export const systemClock: Clock = {

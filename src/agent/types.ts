@@ -21,6 +21,8 @@ export interface PassResult {
   readonly applied: readonly { readonly tenant: string; readonly kind: 'firmware' | 'phase' }[];
   readonly configValid: boolean;
   readonly changedFiles?: readonly string[];
+  /** Actions found diverged after this pass's writes (a phase twice, a foreign phase). */
+  readonly diverged?: number;
 }
 
 export type TriggerReason = 'start' | 'file-change' | 'interval' | 'retry';

@@ -116,7 +116,7 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
         if (key === undefined || key === '') {
           throw new UserError(`no API key for tenant ${name}: set tenants.${name}.api_key_env or api_key_file in dus-sync.yaml, or DUS_API_KEY`);
         }
-        client = tenantClient(ctx, name, key, new AimdLimiter(concurrency));
+        client = tenantClient(ctx, name, key, new AimdLimiter(concurrency), new Set([...opts.keys.keys()].filter((t) => t !== name)));
         tenants.set(name, client);
       }
       return client;
@@ -163,8 +163,31 @@ function readPem(file: string, what: string): string {
 
 // ---------------------------------------------------------------- one tenant
 
-function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter): TenantClient {
+/**
+ * Checks that an answer is the object asked for: a cache or proxy that mixes answers up must not
+ * make dus-sync write to one object what it read from another. An action must carry the id asked
+ * for; its tenant_id, when the server sends one, must not name another configured tenant and must
+ * be the same for every action of the tenant (the first answer fixes it).
+ */
+function identityGuard(tenant: string, otherTenants: ReadonlySet<string>) {
+  let tenantId: string | undefined;
+  return (call: Call, status: number, action: Action, askedId: number): void => {
+    const wrong = (what: string): ApiError => new ApiError(
+      redact(`${endpointOf(call)} for tenant ${tenant} answered with ${what}; the answer is not used (a cache or proxy may be mixing answers up)`),
+      { status, retryable: false, endpoint: endpointOf(call), wrongObject: true },
+    );
+    if (action.id !== askedId) throw wrong(`action ${String(action.id)} instead of action ${askedId}`);
+    const t = action.tenant_id;
+    if (typeof t !== 'string' || t === '') return;
+    if (t !== tenant && otherTenants.has(t)) throw wrong(`an action of tenant ${t}`);
+    tenantId ??= t;
+    if (t !== tenantId) throw wrong(`an action of tenant_id ${JSON.stringify(t)} where its other actions have ${JSON.stringify(tenantId)}`);
+  };
+}
+
+function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, otherTenants: ReadonlySet<string>): TenantClient {
   const send = (call: Call, signal?: AbortSignal): Promise<Reply> => execute(ctx, tenant, key, limiter, call, signal);
+  const checkAction = identityGuard(tenant, otherTenants);
   const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, send, signal);
   return {
     tenant,
@@ -176,16 +199,26 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
     },
     async getBundle(version, signal) {
       const call: Call = { method: 'GET', path: apiPath(ctx.base, `/api/v1/firmware-bundles/version/${segment(version)}`), route: ROUTES.bundle, idempotent: true };
-      return parseAs<FirmwareBundle>('FirmwareBundle', call, await send(call, signal));
+      const reply = await send(call, signal);
+      const bundle = parseAs<FirmwareBundle>('FirmwareBundle', call, reply);
+      if (bundle.version !== version) {
+        throw new ApiError(redact(`${endpointOf(call)} for tenant ${tenant} answered with bundle ${JSON.stringify(bundle.version)} instead of ${JSON.stringify(version)}; the answer is not used (a cache or proxy may be mixing answers up)`),
+          { status: reply.status, retryable: false, endpoint: endpointOf(call), wrongObject: true });
+      }
+      return bundle;
     },
     async getAction(id, signal) {
       const call: Call = { method: 'GET', path: apiPath(ctx.base, `/api/v1/actions/${segment(id)}`), route: ROUTES.action, idempotent: true };
+      let reply: Reply;
       try {
-        return parseAs<Action>('Action', call, await send(call, signal));
+        reply = await send(call, signal);
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) return null;
         throw err;
       }
+      const action = parseAs<Action>('Action', call, reply);
+      checkAction(call, reply.status, action, id);
+      return action;
     },
     async putFirmware(versionNumber, body: FirmwareUpdate, signal) {
       const call: Call = { method: 'PUT', path: apiPath(ctx.base, `/api/v1/firmwares/${segment(versionNumber)}`), route: ROUTES.put, body, idempotent: true };
@@ -199,7 +232,9 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
       const call: Call = { method: 'POST', path: apiPath(ctx.base, `/api/v1/actions/${segment(actionId)}/append_phase`), route: ROUTES.append, body, idempotent: false };
       const reply = await send(call, signal);
       try {
-        return parseAs<Action>('Action', call, reply);
+        const action = parseAs<Action>('Action', call, reply);
+        checkAction(call, reply.status, action, actionId);
+        return action;
       } catch (err) {
         // The server said 2xx, so the phase is most likely there: the executor must read back.
         if (err instanceof ApiError) throw new ApiError(err.message, { ...err.details, outcome: 'unknown' });

@@ -1,6 +1,7 @@
 // The live state the desired state needs, read in one pass per tenant: the bundle pages
 // (only for tenants that declare firmwares) and only the actions that are declared.
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
+import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
 import type { TenantClient } from './types.js';
 
@@ -40,11 +41,11 @@ function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
 }
 
 async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions): Promise<LiveTenant> {
-  const [firmwares, actions] = await Promise.all([
+  const [firmwares, { actions, errors }] = await Promise.all([
     wanted.firmwares ? indexFirmwares(client.bundlePages(opts.signal)) : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
     readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts),
   ]);
-  return { firmwares, actions };
+  return { firmwares, actions, ...(errors.size > 0 ? { actionErrors: errors } : {}) };
 }
 
 interface Accumulated {
@@ -96,16 +97,29 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   return out;
 }
 
-async function readActions(client: TenantClient, ids: readonly number[], opts: FetchLiveOptions): Promise<Map<number, Action | null>> {
+interface ReadActions {
+  actions: Map<number, Action | null>;
+  /** Answers that were not the object asked for: an error for that action, not for the run. */
+  errors: Map<number, string>;
+}
+
+async function readActions(client: TenantClient, ids: readonly number[], opts: FetchLiveOptions): Promise<ReadActions> {
   const results = new Array<Action | null>(ids.length);
+  const errors = new Map<number, string>();
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < ids.length) {
       const i = next++;
-      results[i] = await client.getAction(ids[i]!, opts.signal);
+      try {
+        results[i] = await client.getAction(ids[i]!, opts.signal);
+      } catch (err) {
+        if (!(err instanceof ApiError && err.details.wrongObject)) throw err;
+        errors.set(ids[i]!, err.message);
+        results[i] = null;
+      }
     }
   };
   const width = Math.max(1, Math.min(opts.concurrency ?? 8, ids.length));
   await Promise.all(Array.from({ length: ids.length === 0 ? 0 : width }, worker));
-  return new Map(ids.map((id, i) => [id, results[i]!] as const));
+  return { actions: new Map(ids.map((id, i) => [id, results[i]!] as const)), errors };
 }

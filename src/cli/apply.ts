@@ -4,11 +4,12 @@ import type { ApplyReport, Change, ChangeResult, DesiredState, Logger, Plan, Res
 import { UserError } from '../errors.js';
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, systemClock, tenantsOf,
-  verifyConverged, withApplyLock, type ApplyOptions,
+  withApplyLock, type ApplyOptions,
 } from '../agent/reconcile.js';
-import { unconvergedChanges } from '../agent/verify.js';
+import { parseDuration } from '../agent/signals.js';
 import { fetchLive } from '../api/fetch-live.js';
 import type { ApiClient } from '../api/client.js';
+import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
 import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
@@ -24,6 +25,7 @@ interface ApplyFlags {
   allowLarge?: boolean;
   failFast?: boolean;
   journal?: string;
+  settleWindow?: string;
 }
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions, args: string[]): Promise<number> {
@@ -35,31 +37,32 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   }
   const planFile = args[0];
   const color = useColor(globals);
-  if (planFile) return applySavedPlan(planFile, config, opts, globals, log, color);
+  const options = applyOptions(config, opts, log);
+  if (planFile) return applySavedPlan(planFile, config, opts, options, globals, log, color);
 
   const desired = await loadOrThrow(config, filter);
   const client = await connect(config, tenantsOf(desired), {
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
   });
   try {
-    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log, tenants: tenantsOf(desired) }, client, async (journal) => {
-      const { plan } = await fetchAndPlan(client, desired, opts.concurrency);
+    return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
+      // Planned inside the lock, from reads taken after it: nothing another run did is missed.
+      const { plan, live } = await fetchAndPlan(client, desired, opts.concurrency);
       process.stdout.write(renderText(plan, { color }));
       enforceSafety(plan, config, opts);
       const problems = plan.conflicts.length + plan.errors.length;
       if (plan.changes.length === 0) return problems > 0 ? 1 : 0;
       if (problems > 0) log.warn(`${problems} object(s) with conflicts or errors are left out; the other changes are applied`);
       await approve(plan, opts.autoApprove === true);
-      const report = await execute(plan, client, journal, applyOptions(config, opts, log));
-      const unconverged = report.failed === 0 ? await verifyConverged(client, desired, opts.concurrency) : [];
-      return finish({ ...report, unconverged }, problems, color, log);
+      const report = await execute(plan, live, client, locked, options);
+      return finish(report, problems, color, log);
     });
   } finally {
     await client.close();
   }
 }
 
-async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, globals: GlobalOptions,
+async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, options: ApplyOptions, globals: GlobalOptions,
   log: Logger, color: boolean): Promise<number> {
   const saved = await readSavedPlan(path);
   const desired = desiredFromFingerprints(saved);
@@ -67,7 +70,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
   });
   try {
-    return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log, tenants: tenantsOf(desired) }, client, async (journal) => {
+    return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
       const live = await fetchLive(client, desired, { concurrency: opts.concurrency });
       const stale = staleObjects(saved, live);
       if (stale.length > 0) {
@@ -77,10 +80,9 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       enforceSafety(saved, config, opts);
       if (saved.changes.length === 0) return 0;
       await approve(saved, opts.autoApprove === true);
-      const report = await execute(saved, client, journal, applyOptions(config, opts, log));
-      const after = await fetchLive(client, desired, { concurrency: opts.concurrency });
-      const applied = report.results.filter((r) => r.status === 'applied').map((r) => r.change);
-      return finish({ ...report, unconverged: unconvergedChanges(applied, after) }, 0, color, log);
+      // Every write is still decided on a fresh read of its object, against this checked live state.
+      const report = await execute(saved, live, client, locked, options);
+      return finish(report, 0, color, log);
     });
   } finally {
     await client.close();
@@ -108,8 +110,15 @@ function applyOptions(config: ResolvedConfig, opts: ApplyFlags, log: Logger): Ap
     clock: systemClock,
     concurrency: opts.concurrency,
     failFast: opts.failFast,
+    settleMs: settleWindow(opts.settleWindow, config),
     onResult: progressReporter(),
   };
+}
+
+/** --settle-window, else safety.settle_window, else 30 s. */
+export function settleWindow(flag: string | undefined, config: ResolvedConfig): number {
+  if (flag !== undefined) return parseDuration(flag, '--settle-window');
+  return config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
 }
 
 async function approve(plan: Plan, autoApprove: boolean): Promise<void> {
@@ -151,6 +160,7 @@ function progressReporter(): (r: ChangeResult, done: number, total: number) => v
 
 function finish(report: ApplyReport, problems: number, color: boolean, log: Logger): number {
   process.stdout.write(renderApplyReport(report, { color }));
+  if (report.diverged.length > 0) log.error(`${report.diverged.length} action(s) are no longer the YAML's first phases: another actor wrote at the same time`);
   if (report.unconverged.length > 0) log.error(`${report.unconverged.length} object(s) did not converge`);
-  return report.failed > 0 || report.unconverged.length > 0 || problems > 0 ? 1 : 0;
+  return report.failed > 0 || report.unconverged.length > 0 || report.diverged.length > 0 || problems > 0 ? 1 : 0;
 }

@@ -83,7 +83,8 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--max-deactivations <n>', 'refuse a plan with more deactivations', int('--max-deactivations'))
     .option('--allow-large', 'accept a plan over the safety limits')
     .option('--fail-fast', 'stop starting new changes after the first failure')
-    .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
+.option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
+    .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s)')
     .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, refused if live moved')
     .action(lazy(() => import('./apply.js')));
 
@@ -95,6 +96,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--concurrency <n>', 'requests in flight at most', int('--concurrency'), 8)
     .option('--grace <duration>', 'on SIGTERM, how long the running pass may take to finish', '20s')
     .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
+    .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s)')
     .addHelpText('after', '\nExample:\n  $ dus-sync watch --listen 0.0.0.0:9090')
     .action(lazy(() => import('./watch.js')));
 
@@ -130,6 +132,10 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--fail-rate <r>', 'answer this share of requests with a 5xx', parseFloat, 0)
     .option('--rate-limit <n/s>', 'answer 429 with Retry-After above this many requests a second')
     .option('--drop-after-commit-rate <r>', 'store this share of append_phase requests, then drop the connection', parseFloat, 0)
+    .option('--read-lag <ms>', 'GET /actions/{id} shows the action as it was this long ago (a lagging read replica)', int('--read-lag'), 0)
+    .option('--late-commit <ms>', 'answer append_phase 504 at once and store the phase this long afterwards', int('--late-commit'), 0)
+    .option('--wrong-action <asked=answered>', 'answer GET /actions/ASKED with action ANSWERED (repeatable)', collect)
+    .option('--race-append-every <n>', 'every Nth append_phase finds the same phase appended by another actor just before it', int('--race-append-every'), 0)
     .option('--fault-seed <n>', 'seed of the fault generator (deterministic faults)', int('--fault-seed'), 1)
     .addHelpText('after', '\nExample:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2')
     .action(lazy(() => import('./emulator.js')));

@@ -45,6 +45,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     dryRun,
     concurrency,
     journal: typeof opts.journal === 'string' ? opts.journal : undefined,
+    ...(typeof opts.settleWindow === 'string' ? { settleWindowMs: parseDuration(opts.settleWindow, '--settle-window') } : {}),
     insecureHttp: globals.insecureHttp,
     caFile: globals.caFile,
     log,

@@ -199,7 +199,12 @@ function diffFirmware(fw: DesiredFirmware, record: LiveFirmware): ObjectOutcome 
 
 function planAction(action: DesiredAction, live: LiveState): ObjectOutcome {
   const key = String(action.id);
-  const liveAction = live.tenants.get(action.tenant)?.actions.get(action.id);
+  const liveTenant = live.tenants.get(action.tenant);
+  const unusable = liveTenant?.actionErrors?.get(action.id);
+  if (unusable !== undefined) {
+    return { changes: [], error: { tenant: action.tenant, kind: 'action', key, message: `action ${action.id}: ${unusable}; nothing is appended to it`, source: action.source } };
+  }
+  const liveAction = liveTenant?.actions.get(action.id);
   if (!liveAction) {
     return {
       changes: [],

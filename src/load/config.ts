@@ -72,6 +72,7 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
     safety: {
       ...(raw?.safety?.max_changes !== undefined ? { maxChanges: raw.safety.max_changes } : {}),
       ...(raw?.safety?.max_deactivations !== undefined ? { maxDeactivations: raw.safety.max_deactivations } : {}),
+      ...(raw?.safety?.settle_window !== undefined ? { settleWindowMs: parseInterval(raw.safety.settle_window) } : {}),
     },
     watchIntervalMs: raw?.watch?.interval ? parseInterval(raw.watch.interval) : DEFAULT_WATCH_INTERVAL_MS,
     suspend: raw?.suspend ?? false,

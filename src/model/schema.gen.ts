@@ -287,6 +287,10 @@ export interface Safety {
    * A plan with more firmware deactivations is refused unless --allow-large.
    */
   max_deactivations?: number;
+  /**
+   * How long reads must show an append whose outcome was unknown absent before it may be sent again (default 30s; --settle-window overrides).
+   */
+  settle_window?: string;
 }
 export interface WatchSettings {
   /**

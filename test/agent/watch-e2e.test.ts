@@ -91,7 +91,7 @@ describe('dus-sync watch against a flaky server', () => {
 
     let stdout = '';
     let stderr = '';
-    child = spawn(process.execPath, [CLI, 'watch', '--listen', '127.0.0.1:0', '--grace', '5s'], {
+    child = spawn(process.execPath, [CLI, 'watch', '--listen', '127.0.0.1:0', '--grace', '5s', '--settle-window', '1s'], {
       cwd: dir,
       env: { ...process.env, DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],

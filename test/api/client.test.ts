@@ -223,14 +223,15 @@ describe('retries', () => {
     const peaks: number[] = [];
     let answer429 = true;
     const fake = {
-      async request() {
+      async request(opts: { path: string }) {
         inFlight++;
         peaks.push(inFlight);
         await new Promise((r) => setTimeout(r, 2));
         inFlight--;
         const status = answer429 ? 429 : 200;
         answer429 = false;
-        const text = status === 200 ? JSON.stringify(ACTION) : '';
+        // Each answer is the action asked for: the client refuses any other.
+        const text = status === 200 ? JSON.stringify({ ...ACTION, id: Number(/\/actions\/(\d+)/.exec(opts.path)![1]) }) : '';
         return { statusCode: status, headers: { 'retry-after': '0' }, body: { text: async () => text } };
       },
     } as unknown as Dispatcher;

@@ -81,7 +81,9 @@ async function crashAndRecoverOn(em: RunningEmulator, sc: Scenario, moment: Mome
   const dir = writeTree(sc.files);
   const journal = `${dir}/state/journal.jsonl`;
   const env = { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY };
-  const args = ['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--journal', journal, '--concurrency', String(opts.concurrency ?? 8)];
+  // A short settle window: an append the kill left in doubt is re-sent once reads have shown it
+  // absent for 2 s (the default, 30 s, would only make the test slower).
+  const args = ['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--journal', journal, '--concurrency', String(opts.concurrency ?? 8), '--settle-window', '2s'];
 
   const { child, done } = spawnCli(args, env);
   const hit = await waitFor(em, moment, done);
@@ -97,9 +99,10 @@ async function crashAndRecoverOn(em: RunningEmulator, sc: Scenario, moment: Mome
     expect(recoveryKilled.signal, `the recovering apply was killed\n${recoveryKilled.stderr}`).toBe('SIGKILL');
   }
 
-  // Apply again; a run that reports failed changes (out of tries under faults) is followed by one more.
+  // Apply again; a run that reports failed changes (an append whose outcome a fault made unknown
+  // is not re-sent in the same run) is followed by another, as a CI retry would.
   const applies: RunResult[] = [];
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 6; i++) {
     const r = await runCli(args, { env, timeoutMs: 90_000 });
     applies.push(r);
     if (r.code === 0) break;
@@ -129,8 +132,8 @@ function size(actions: number, newPhases: number, firmwares: number): ScenarioSi
 const SLOW = { latencyMs: 25, dropAfterCommitRate: 0.1, failRate: 0.02 };
 
 describe('SIGKILL in the middle of apply, then apply again', () => {
-  // Concurrent: a run whose killed append is still young waits out the journal's settle time
-  // (10 s) before believing the phase absent; the runs' waits overlap instead of adding up.
+  // Concurrent: a run whose killed append reads do not show waits out the settle window before
+  // believing the phase absent; the runs' waits overlap instead of adding up.
   // Several runs, several moments: the nth append in flight (its intent is journalled, its answer
   // never read), or a random delay that may fall before the first write.
   const rng = mulberry32(20261122);
@@ -146,7 +149,7 @@ describe('SIGKILL in the middle of apply, then apply again', () => {
     if (moment.kind === 'append') {
       // The request on its way was journalled before it left: the next run had something to settle.
       expect(r.pendingAfterKill.intents, 'an append was in doubt after the kill').toBeGreaterThanOrEqual(1);
-      expect(r.applies[0]!.stderr).toMatch(/in-doubt|interrupted run/);
+      expect(r.applies[0]!.stderr).toMatch(/in doubt/);
     }
   });
 
@@ -154,7 +157,7 @@ describe('SIGKILL in the middle of apply, then apply again', () => {
     const sc = scenario(300, size(3, 8, 6), KEY);
     const r = await crashAndRecover(sc, { kind: 'append', nth: 4 }, { ...SLOW, dropAfterCommitRate: 0, seed: 300 }, { killRecovery: true });
     expect(r.pendingAfterKill.intents).toBeGreaterThanOrEqual(1);
-    expect(r.applies[0]!.stderr).toMatch(/in-doubt|interrupted run/);
+    expect(r.applies[0]!.stderr).toMatch(/in doubt/);
   });
 
   async function manyChanges(actions: number, newPhases: number, firmwares: number, nth: number): Promise<void> {

@@ -223,3 +223,66 @@ export async function startResetProxy(target: URL, opts: { rate: number; seed: n
     }),
   };
 }
+
+export interface HookProxy {
+  readonly url: string;
+  /** Requests forwarded so far, as "METHOD /path". */
+  readonly seen: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP proxy on 127.0.0.1 that calls `before` with each request ("METHOD /path" and how many
+ * times that exact request was seen, counting this one) and forwards it only once `before`
+ * resolves (and answers only once `holdAnswer` resolves): a test makes another actor act at an
+ * exact moment of a run, or holds an answer back while the world moves on.
+ */
+export async function startHookProxy(target: string, before: (request: string, n: number) => void | Promise<void>,
+  opts: { holdAnswer?: (request: string, n: number) => void | Promise<void> } = {}): Promise<HookProxy> {
+  const { createServer } = await import('node:http');
+  const counts = new Map<string, number>();
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const request = `${req.method ?? 'GET'} ${(req.url ?? '/').split('?')[0]}`;
+      const n = (counts.get(request) ?? 0) + 1;
+      counts.set(request, n);
+      seen.push(request);
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
+      void Promise.resolve(before(request, n))
+        .then(() => fetch(`${target}${req.url ?? '/'}`, { method: req.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) }))
+        .then(async (r) => {
+          const body = Buffer.from(await r.arrayBuffer());
+          await opts.holdAnswer?.(request, n);
+          res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+          res.end(body);
+        }, () => { res.destroy(); });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+  };
+}
+
+/** Runs the CLI on a pseudo-terminal (util-linux `script`), answering the approval prompt after `atPrompt` ran. */
+export function onTerminal(args: string[], env: Record<string, string>, atPrompt: () => void | Promise<void>, answer: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const cmd = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let asked = false;
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (!asked && /\[y\/N\]/.test(out)) {
+        asked = true;
+        void Promise.resolve(atPrompt()).then(() => { child.stdin!.end(`${answer}\n`); });
+      }
+    });
+    child.on('close', (code) => resolve({ code, out }));
+  });
+}

@@ -519,7 +519,7 @@ describe('the journal and the lock', () => {
     }
     const second = await runCli(args, { env });
     expect(second.code).toBe(1);
-    expect(second.stderr).toMatch(/another dus-sync apply \(pid \d+, started [^)]+\) holds \.?\S*apply\.lock; wait for it or remove the file if that process is gone/);
+    expect(second.stderr).toMatch(/another dus-sync apply \(pid \d+, started [^)]+\) holds \.?\S*apply\.lock; wait for it: the lock is taken over once its heartbeat is 30 s old/);
     expect(second.stderr.trim().split('\n')).toHaveLength(1);
     expect(second.stdout).toBe('');
     const done = await first.done;
