@@ -28,7 +28,6 @@ interface ApplyFlags {
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions, args: string[]): Promise<number> {
   const opts = rawOpts as unknown as ApplyFlags;
-  if (opts.concurrency < 1) throw new UserError('--concurrency must be at least 1');
   const { config, filter, log } = await setup(globals);
   if (config.suspend) {
     throw new UserError('writes are suspended by "suspend: true" in the config; nothing was written');

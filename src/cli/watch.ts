@@ -9,15 +9,16 @@ import { createLogger } from '../agent/logger.js';
 import { AgentMetrics } from '../agent/metrics.js';
 import { createReconcilePass } from '../agent/pass.js';
 import { systemClock } from '../agent/reconcile.js';
-import { installSignalHandlers, parseDuration } from '../agent/signals.js';
+import { installSignalHandlers } from '../agent/signals.js';
 import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
 import { parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const log = createLogger({ debug: globals.debug === true, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
-  const intervalFlag = typeof opts.interval === 'string' ? parseDuration(opts.interval, '--interval') : undefined;
-  const graceMs = parseDuration(typeof opts.grace === 'string' ? opts.grace : '20s', '--grace');
+  // Parsed and range-checked by the option parsers (src/cli/main.ts).
+  const intervalFlag = typeof opts.interval === 'number' ? opts.interval : undefined;
+  const graceMs = typeof opts.grace === 'number' ? opts.grace : 20_000;
   const concurrency = typeof opts.concurrency === 'number' ? opts.concurrency : 8;
   const dryRun = opts.dryRun === true;
   const cwd = process.cwd();

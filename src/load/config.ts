@@ -2,6 +2,7 @@
 import { access, readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
+import { describeRange, inRange, WATCH_INTERVAL_MS } from '../limits.js';
 import type { Config, ResolvedConfig } from '../model/index.js';
 import { hint } from './did-you-mean.js';
 import { yamlPosition, type Position } from './documents.js';
@@ -129,7 +130,7 @@ async function readConfigFile(file: string, cwd: string): Promise<Config> {
   const validate = validator('config');
   const ok = validate(value);
   const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, validate.errors ?? [], new Set(scanned.map((i) => i.pointer))))];
-  if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)));
+  if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)), ...intervalIssues(value as Config, yamlPosition(src, doc)));
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return value as Config;
 }
@@ -140,6 +141,13 @@ function defaultTenantIssues(config: Config, position: Position): ConfigIssue[] 
   const t = config.default_tenant;
   if (t === undefined || known.length === 0 || known.includes(t)) return [];
   return [{ ...position(['default_tenant'], false), pointer: '/default_tenant', message: `default_tenant "${t}" is not one of the tenants listed below it (${known.map((k) => `"${k}"`).join(', ')})${hint(t, known)}` }];
+}
+
+/** watch.interval within its bounds: 0s would run passes back to back, months would overflow the timer. */
+function intervalIssues(config: Config, position: Position): ConfigIssue[] {
+  const text = config.watch?.interval;
+  if (text === undefined || inRange(parseInterval(text), WATCH_INTERVAL_MS)) return [];
+  return [{ ...position(['watch', 'interval'], false), pointer: '/watch/interval', message: `watch.interval takes ${describeRange('duration', WATCH_INTERVAL_MS)}, not "${text}"` }];
 }
 
 function one(file: string, message: string): ConfigError {
