@@ -2,7 +2,7 @@
 import type { Logger, ResolvedConfig } from '../model/index.js';
 import { resolveConfig } from '../load/config.js';
 import type { LoadFilter } from '../load/index.js';
-import { parseSelector, stderrLogger, type GlobalOptions } from './context.js';
+import { configEnv, parseSelector, stderrLogger, type GlobalOptions } from './context.js';
 
 export interface CommandSetup {
   readonly config: ResolvedConfig;
@@ -12,7 +12,7 @@ export interface CommandSetup {
 
 export async function setup(globals: GlobalOptions): Promise<CommandSetup> {
   const log = stderrLogger(globals.debug === true);
-  const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: process.env });
+  const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: configEnv(globals) });
   const filter: LoadFilter = { tenants: globals.tenant, selector: parseSelector(globals.selector) };
   return { config, filter, log };
 }

@@ -3,7 +3,7 @@
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
 import { Command, Option } from 'commander';
 import { UserError } from '../errors.js';
-import { checkCount, checkDuration, CONCURRENCY, GRACE_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
+import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, WATCH_INTERVAL_MS, type Range } from '../limits.js';
 import { handleError } from './handle-error.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
@@ -51,6 +51,8 @@ export function buildProgram(): Command {
     .option('-l, --selector <k=v>', 'only documents whose metadata.labels match (repeatable, all must match)', collect)
     .option('--insecure-http', 'allow http:// to a host that is not loopback')
     .option('--ca-file <file>', 'trust this PEM CA bundle as well (private CAs)')
+    .option('--max-file-size <size>', `refuse desired-state files larger than this, ${formatSize(MAX_FILE_SIZE.min)} to ${formatSize(MAX_FILE_SIZE.max)} (default ${formatSize(MAX_FILE_SIZE.default)}; env DUS_MAX_FILE_SIZE)`, ranged(checkSize, '--max-file-size', MAX_FILE_SIZE))
+    .option('--follow-external-symlinks', 'read files through symbolic links that leave the config\'s folder (env DUS_FOLLOW_EXTERNAL_SYMLINKS=1)')
     .option('--no-color', 'no colours (NO_COLOR is honoured too)')
     .option('--debug', 'debug logs and stack traces on standard error')
     .showHelpAfterError('(run dus-sync --help for usage)')
@@ -62,7 +64,7 @@ Examples:
   $ dus-sync apply --auto-approve             # converge the service to git
   $ dus-sync watch --listen 0.0.0.0:9090      # run as an agent
 
-Environment: DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), NO_COLOR.
+Environment: DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), DUS_MAX_FILE_SIZE, DUS_FOLLOW_EXTERNAL_SYMLINKS, NO_COLOR.
 Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused plan), 2 plan --detailed-exitcode with changes.`);
 
   program.command('validate')

@@ -12,7 +12,7 @@ import { systemClock } from '../agent/reconcile.js';
 import { installSignalHandlers } from '../agent/signals.js';
 import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
-import { parseSelector, useColor, type GlobalOptions } from './context.js';
+import { configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const log = createLogger({ debug: globals.debug === true, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
@@ -20,6 +20,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const intervalFlag = typeof opts.interval === 'number' ? opts.interval : undefined;
   const graceMs = typeof opts.grace === 'number' ? opts.grace : 20_000;
   const concurrency = typeof opts.concurrency === 'number' ? opts.concurrency : 8;
+  const env = configEnv(globals);
   const dryRun = opts.dryRun === true;
   const cwd = process.cwd();
 
@@ -27,7 +28,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   // starting (it logs, stays up and recovers when the file is fixed).
   let first: ResolvedConfig | undefined;
   try {
-    first = await resolveConfig({ config: globals.config, dir: globals.dir, cwd, env: process.env });
+    first = await resolveConfig({ config: globals.config, dir: globals.dir, cwd, env });
   } catch (err) {
     log.error(redact(err instanceof Error ? err.message : String(err)));
   }
@@ -41,7 +42,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     configFile: globals.config,
     dir: globals.dir,
     cwd,
-    env: process.env,
+    env,
     filter: { tenants: globals.tenant, selector: parseSelector(globals.selector) },
     dryRun,
     concurrency,
