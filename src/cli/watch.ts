@@ -57,6 +57,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const agent = new Watcher({
     paths: targets.paths,
     filter: targets.filter,
+    ...(targets.folder ? { folder: targets.folder } : {}),
     pass: reconcile.pass,
     intervalMs: intervalOf(first),
     log,

@@ -308,6 +308,36 @@ describe.skipIf(!POSIX)('watch: a file swapped for a link to /dev/zero while the
   }, 90_000);
 });
 
+describe.skipIf(!POSIX)('watch: a link to a folder out of the repository', () => {
+  it('is reported by the first pass and never watched: a change behind it triggers nothing', async () => {
+    const em = await emulator();
+    const dir = repo();
+    write(dir, 'dus-sync.yaml', CONFIG('watch: { interval: 1h }\n').replace('base_url: http://127.0.0.1:1', `base_url: ${em.url}`));
+    const outside = tempDir('dus-hostile-outside-');
+    write(outside, 'x.yaml', FIRMWARE('9.9.9'));
+    link(dir, 'tenants/evil', outside);
+    const child = spawn('sh', ['-c', 'ulimit -d 2097152 2>/dev/null; exec "$@"', 'sh', process.execPath, CLI, '--debug', 'watch', '--dry-run'], {
+      cwd: dir, env: { ...process.env, NO_COLOR: '1', DUS_API_KEY_ACME: KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    try {
+      await waitFor(() => /"msg":"reconcile invalid-config/.test(stderr), 'the first pass');
+      expect(stderr).toContain(`tenants/evil:1:1: this symbolic link points to the folder ${outside}, outside the repository folder`);
+      // A change out there, then one in the repository as a marker: only the marker is seen.
+      writeFileSync(join(outside, 'x.yaml'), FIRMWARE('9.9.8'));
+      writeFileSync(join(dir, 'tenants/acme/fw.yaml'), FIRMWARE('1.0.0', 11));
+      await waitFor(() => stderr.includes(`file change: ${join(dir, 'tenants/acme/fw.yaml')}`), 'the marker\'s change event');
+      expect(stderr).not.toContain(join(dir, 'tenants/evil/x.yaml'));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
 // ---------------------------------------------------------------- temp files and targets
 
 describe.skipIf(!POSIX)('links planted where plan --out, export and the emulator write', () => {
