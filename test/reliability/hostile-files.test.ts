@@ -6,10 +6,9 @@
 //
 // Every child runs under `ulimit -d` (2 GiB of data): without the fixes, reading /dev/zero would
 // otherwise eat the machine before the test gave up. With them, nothing here uses 200 MB.
-import { spawn } from 'node:child_process';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
-  existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync,
+  existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -241,7 +240,7 @@ describe.skipIf(!POSIX)('special files in the desired-state repository', () => {
 });
 
 function realRepo(dir: string): string {
-  return execFileSync('realpath', [dir], { encoding: 'utf8' }).trim();
+  return realpathSync(dir);
 }
 
 // ---------------------------------------------------------------- watch's cache
