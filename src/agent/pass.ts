@@ -1,12 +1,12 @@
 // One reconcile pass of `watch`, built from the same steps as `plan` and `apply`
 // (src/agent/reconcile.ts). It keeps what it parsed between passes and re-reads only the
 // files whose size or modification time changed, so a save in a large repo costs one file.
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { ApiError, ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
-import { assemble, listResourceFiles, parseFile, type LoadFilter, type ParsedFile } from '../load/index.js';
+import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { redact } from '../redact.js';
 import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
@@ -72,13 +72,13 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     const seen = new Set(paths);
     // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
     const parsed = await mapLimited(paths, 32, async (path): Promise<ParsedFile> => {
-      const abs = join(config.dir, path);
-      const st = await stat(abs);
+      // A dangling link cannot be statted; readParsedFile says why (and refuses special files,
+      // links out of the repository and oversize files, bounded while reading).
+      const st = await stat(join(config.dir, path)).catch(() => undefined);
       const hit = cache.get(path);
-      if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.parsed;
-      const text = await readFile(abs, 'utf8');
-      const file = parseFile({ path, text }, config);
-      cache.set(path, { mtimeMs: st.mtimeMs, size: st.size, parsed: file });
+      if (st && hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.parsed;
+      const file = readParsedFile(config, path);
+      if (st) cache.set(path, { mtimeMs: st.mtimeMs, size: st.size, parsed: file });
       return file;
     });
     for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);

@@ -2,7 +2,6 @@
 // period) and exits 0; a second one exits at once. Node as PID 1 in a container gets no default
 // signal handling from the kernel, so these handlers are what make `docker stop` prompt.
 import { constants } from 'node:os';
-import { UserError } from '../errors.js';
 
 export type StopSignal = 'SIGTERM' | 'SIGINT';
 
@@ -35,17 +34,4 @@ export function installSignalHandlers(onStop: (signal: StopSignal) => Promise<vo
     proc.off('SIGTERM', onTerm);
     proc.off('SIGINT', onInt);
   };
-}
-
-/** Parses a duration such as 20s, 500ms, 5m, 1h (a bare number is seconds). */
-export function parseDuration(text: string, flag = 'duration'): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new UserError(`${flag} takes a duration such as 500ms, 20s, 5m or 1h, not "${text}"`);
-  const n = Number(m[1]);
-  switch (m[2] ?? 's') {
-    case 'ms': return n;
-    case 's': return n * 1000;
-    case 'm': return n * 60_000;
-    default: return n * 3_600_000;
-  }
 }

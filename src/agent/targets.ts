@@ -1,15 +1,44 @@
 // What the agent watches for a config: chokidar 4 takes paths, not globs, so each resource
 // glob becomes the folder before its first wildcard, and a filter decides which events matter.
+import { realpathSync } from 'node:fs';
 import { dirname, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import type { ResolvedConfig } from '../model/index.js';
 import { selectResourcePaths } from '../load/index.js';
+import { isInside } from '../load/read-file.js';
 
 export interface WatchTargets {
   /** Absolute paths: the config file (when there is one) and the resource roots, nested ones folded. */
   readonly paths: readonly string[];
   /** Absolute path → is it a desired-state file of this config? */
   readonly filter: (path: string) => boolean;
+  /**
+   * Absolute path of a folder → may it be watched? Not when it leads out of the repository
+   * through a link (unless --follow-external-symlinks): a link to / or /usr would otherwise
+   * have the agent watch the whole tree before its first pass.
+   */
+  readonly folder?: (path: string) => boolean;
+}
+
+function real(path: string): string | undefined {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The folder rule of the loader (src/load/find.ts) for the watcher. The repository's real path
+ * is taken at each call, so a git-sync swap to a new worktree is followed.
+ */
+function insideRepository(repository: string, followExternal: boolean): (path: string) => boolean {
+  if (followExternal) return () => true;
+  return (path) => {
+    const root = real(repository);
+    const target = real(path);
+    return root === undefined || target === undefined || isInside(root, target);
+  };
 }
 
 const DEFAULT_GLOBS = ['**/*.yaml', '**/*.yml'];
@@ -39,14 +68,14 @@ export function watchTargets(config: ResolvedConfig): WatchTargets {
     }
     return is;
   };
-  return { paths, filter };
+  return { paths, filter, folder: insideRepository(base, config.reading?.followExternalSymlinks === true) };
 }
 
 /** Before the first config could be read: watch where it would be, and every YAML file. */
 export function fallbackTargets(cwd: string, configFlag?: string, dirFlag?: string): WatchTargets {
   const file = resolve(cwd, configFlag ?? 'dus-sync.yaml');
   const dir = dirFlag !== undefined ? resolve(cwd, dirFlag) : dirname(file);
-  return { paths: [file, dir], filter: (p) => /\.ya?ml$/i.test(p) };
+  return { paths: [file, dir], filter: (p) => /\.ya?ml$/i.test(p), folder: insideRepository(dirname(file), false) };
 }
 
 /** Folders sorted, without duplicates or folders inside another one of the list. */

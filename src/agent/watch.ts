@@ -27,6 +27,8 @@ export interface WatcherOptions {
   readonly paths: readonly string[];
   /** Which changed files matter (e.g. picomatch of the resource globs). Default: *.yaml / *.yml. */
   readonly filter?: (path: string) => boolean;
+  /** Which folders may be watched (not those a link leads out of the repository). Default: all. */
+  readonly folder?: (path: string) => boolean;
   readonly pass: ReconcilePass;
   readonly intervalMs: number;
   /** Fraction of the interval added or taken at random, so that agents do not march in step. */
@@ -72,6 +74,7 @@ export class Watcher {
   private roots: readonly string[];
   private rootSet: ReadonlySet<string>;
   private filter: (path: string) => boolean;
+  private folder: (path: string) => boolean;
   private currentIntervalMs: number;
   private readonly debounceMs: number;
   private fsw: FSWatcher | undefined;
@@ -99,6 +102,7 @@ export class Watcher {
     this.roots = opts.paths.map((p) => resolve(p));
     this.rootSet = new Set(this.roots);
     this.filter = opts.filter ?? ((p) => /\.ya?ml$/i.test(p));
+    this.folder = opts.folder ?? (() => true);
     this.currentIntervalMs = opts.intervalMs;
     this.debounceMs = opts.debounceMs ?? DEFAULT_DEBOUNCE_MS;
   }
@@ -130,8 +134,9 @@ export class Watcher {
    * Follows a changed config (called by the pass with each config it resolves): new roots are
    * watched and dropped ones forgotten; a new interval applies from the next scheduling.
    */
-  reconfigure(next: { readonly paths?: readonly string[]; readonly filter?: (path: string) => boolean; readonly intervalMs?: number }): void {
+  reconfigure(next: { readonly paths?: readonly string[]; readonly filter?: (path: string) => boolean; readonly folder?: (path: string) => boolean; readonly intervalMs?: number }): void {
     if (next.filter) this.filter = next.filter;
+    if (next.folder) this.folder = next.folder;
     if (next.intervalMs !== undefined && next.intervalMs > 0) this.currentIntervalMs = next.intervalMs;
     if (!next.paths) return;
     const roots = next.paths.map((p) => resolve(p));
@@ -198,7 +203,8 @@ export class Watcher {
       atomic: true,
       // Files that can never matter get no watcher of their own (a large repo has many).
       ignored: (path, stats) => this.insideDotFolder(path)
-        || (stats?.isFile() === true && !this.rootSet.has(path) && !this.filter(path)),
+        || (stats?.isFile() === true && !this.rootSet.has(path) && !this.filter(path))
+        || (stats?.isDirectory() === true && !this.rootSet.has(path) && !this.folder(path)),
     });
     this.fsw = fsw;
     fsw.on('all', (event, path) => this.onFsEvent(event, path));

@@ -19,6 +19,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Action, Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { redact } from '../redact.js';
+import { SETTLE_WINDOW_MS } from '../limits.js';
 import { phaseDigest } from './digest.js';
 import { ensurePrivateDir, openPrivateFile, readWhole } from './private-dir.js';
 
@@ -287,7 +288,7 @@ export interface SettleOptions {
   readonly signal?: AbortSignal;
 }
 
-export const DEFAULT_SETTLE_MS = 30_000;
+export const DEFAULT_SETTLE_MS = SETTLE_WINDOW_MS.default;
 
 export interface Settled {
   readonly resolved: number;

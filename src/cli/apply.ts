@@ -6,7 +6,6 @@ import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, systemClock, tenantsOf,
   withApplyLock, type ApplyOptions,
 } from '../agent/reconcile.js';
-import { parseDuration } from '../agent/signals.js';
 import { fetchLive } from '../api/fetch-live.js';
 import type { ApiClient } from '../api/client.js';
 import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
@@ -25,12 +24,11 @@ interface ApplyFlags {
   allowLarge?: boolean;
   failFast?: boolean;
   journal?: string;
-  settleWindow?: string;
+  settleWindow?: number;
 }
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions, args: string[]): Promise<number> {
   const opts = rawOpts as unknown as ApplyFlags;
-  if (opts.concurrency < 1) throw new UserError('--concurrency must be at least 1');
   const { config, filter, log } = await setup(globals);
   if (config.suspend) {
     throw new UserError('writes are suspended by "suspend: true" in the config; nothing was written');
@@ -116,9 +114,8 @@ function applyOptions(config: ResolvedConfig, opts: ApplyFlags, log: Logger): Ap
 }
 
 /** --settle-window, else safety.settle_window, else 30 s. */
-export function settleWindow(flag: string | undefined, config: ResolvedConfig): number {
-  if (flag !== undefined) return parseDuration(flag, '--settle-window');
-  return config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
+function settleWindow(flag: number | undefined, config: ResolvedConfig): number {
+  return flag ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
 }
 
 async function approve(plan: Plan, autoApprove: boolean): Promise<void> {

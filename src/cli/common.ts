@@ -1,9 +1,8 @@
-// Steps the API commands share: config → desired → client, and writing files atomically.
-import { rename, writeFile } from 'node:fs/promises';
+// Steps the API commands share: config → desired → client.
 import type { Logger, ResolvedConfig } from '../model/index.js';
 import { resolveConfig } from '../load/config.js';
 import type { LoadFilter } from '../load/index.js';
-import { parseSelector, stderrLogger, type GlobalOptions } from './context.js';
+import { configEnv, parseSelector, stderrLogger, type GlobalOptions } from './context.js';
 
 export interface CommandSetup {
   readonly config: ResolvedConfig;
@@ -13,14 +12,7 @@ export interface CommandSetup {
 
 export async function setup(globals: GlobalOptions): Promise<CommandSetup> {
   const log = stderrLogger(globals.debug === true);
-  const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: process.env });
+  const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: configEnv(globals) });
   const filter: LoadFilter = { tenants: globals.tenant, selector: parseSelector(globals.selector) };
   return { config, filter, log };
-}
-
-/** Writes a file so that a reader never sees half of it (temp file + rename). */
-export async function writeFileAtomic(path: string, text: string, mode = 0o644): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}`;
-  await writeFile(tmp, text, { mode });
-  await rename(tmp, path);
 }

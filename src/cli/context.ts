@@ -12,6 +12,23 @@ export interface GlobalOptions {
   caFile?: string;
   color?: boolean;
   debug?: boolean;
+  /** Bytes, already checked against its range. */
+  maxFileSize?: number;
+  followExternalSymlinks?: boolean;
+}
+
+/**
+ * The environment the config is resolved from: the process's, with the flags that change how
+ * files are read laid over it (flags win). The flags travel as DUS_MAX_FILE_SIZE and
+ * DUS_FOLLOW_EXTERNAL_SYMLINKS so that every command, and every pass of watch, reads files the
+ * same way through resolveConfig.
+ */
+export function configEnv(globals: GlobalOptions, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return {
+    ...env,
+    ...(globals.maxFileSize !== undefined ? { DUS_MAX_FILE_SIZE: String(globals.maxFileSize) } : {}),
+    ...(globals.followExternalSymlinks === true ? { DUS_FOLLOW_EXTERNAL_SYMLINKS: '1' } : {}),
+  };
 }
 
 /** Colours only on a TTY, never with --no-color or NO_COLOR (https://no-color.org). */

@@ -2,16 +2,17 @@
 // desired-state YAML, so that an existing tenant can be brought under git. It reads (every
 // bundle page, the given actions), builds the files with the pure writer, and writes only
 // those files, only inside --out. Other files in --out are left alone.
-import { lstat, mkdir, readdir, realpath } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
+import { writeFileAtomic } from '../atomic-write.js';
 import { indexFirmwares } from '../api/fetch-live.js';
 import { exportFiles, type ExportedFile } from '../core/export.js';
 import { UserError } from '../errors.js';
 import { readApiKeys } from '../load/keys.js';
 import type { Action, Logger } from '../model/index.js';
 import { VERSION } from '../version.js';
-import { setup, writeFileAtomic } from './common.js';
+import { setup } from './common.js';
 import type { GlobalOptions } from './context.js';
 
 export const SCHEMA_URL = 'https://dus-sync.dev/schemas/v1/resource.schema.json';
@@ -33,7 +34,9 @@ function inside(root: string, target: string): boolean {
 
 /**
  * Writes each file under `outDir`, refusing any path that would land outside it: through
- * `..`, an absolute path, or a symbolic link inside the folder that points elsewhere.
+ * `..`, an absolute path, or a symbolic link inside the folder that points elsewhere. A link
+ * at a file's own path is refused too (the rename would replace it, but someone put it there
+ * for a reason), and each file goes through a fresh temp file, never through a planted one.
  */
 export async function writeExport(outDir: string, files: readonly ExportedFile[]): Promise<string[]> {
   const root = resolve(outDir);
@@ -51,10 +54,14 @@ export async function writeExport(outDir: string, files: readonly ExportedFile[]
       throw new UserError(`refusing to write ${f.path}: its folder leads outside ${outDir} (a symbolic link?)`);
     }
     const existing = await lstat(target).catch(() => undefined);
+    if (existing?.isSymbolicLink()) {
+      const to = await readlink(target).catch(() => '?');
+      throw new UserError(`refusing to write ${f.path} in ${outDir}: it is a symbolic link (to ${JSON.stringify(to)}) and export never writes through one; remove the link and export again`);
+    }
     if (existing && !existing.isFile()) {
       throw new UserError(`refusing to write ${f.path} in ${outDir}: something that is not a plain file is there`);
     }
-    await writeFileAtomic(target, f.text);
+    writeFileAtomic(target, f.text, { mode: 0o644 });
     written.push(f.path);
   }
   return written;

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // The CLI entry: commander wiring only. Each command lives in its own module, loaded when
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
+import { UserError } from '../errors.js';
+import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, WATCH_INTERVAL_MS, type Range, SETTLE_WINDOW_MS } from '../limits.js';
 import { handleError } from './handle-error.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
@@ -10,15 +12,21 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-function int(name: string) {
+/**
+ * An option parser that refuses a value out of range with one sentence naming the flag and the
+ * range (a UserError, so the top-level handler prints just that sentence, exit 1).
+ */
+function ranged(check: (name: string, text: string, range: Range) => number | string, name: string, range: Range) {
   return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 0) {
-      throw new InvalidArgumentError(`${name} takes a whole number of 0 or more.`);
-    }
-    return n;
+    const r = check(name, value, range);
+    if (typeof r === 'string') throw new UserError(r);
+    return r;
   };
 }
+
+const count = (name: string, range: Range = ANY_COUNT) => ranged(checkCount, name, range);
+const duration = (name: string, range: Range) => ranged(checkDuration, name, range);
+const ANY_COUNT: Range = { min: 0, max: Number.MAX_SAFE_INTEGER };
 
 type Runner = (opts: Record<string, unknown>, globals: GlobalOptions, args: string[]) => Promise<number>;
 
@@ -43,6 +51,8 @@ export function buildProgram(): Command {
     .option('-l, --selector <k=v>', 'only documents whose metadata.labels match (repeatable, all must match)', collect)
     .option('--insecure-http', 'allow http:// to a host that is not loopback')
     .option('--ca-file <file>', 'trust this PEM CA bundle as well (private CAs)')
+    .option('--max-file-size <size>', `refuse desired-state files larger than this, ${formatSize(MAX_FILE_SIZE.min)} to ${formatSize(MAX_FILE_SIZE.max)} (default ${formatSize(MAX_FILE_SIZE.default)}; env DUS_MAX_FILE_SIZE)`, ranged(checkSize, '--max-file-size', MAX_FILE_SIZE))
+    .option('--follow-external-symlinks', 'read files through symbolic links that leave the config\'s folder (env DUS_FOLLOW_EXTERNAL_SYMLINKS=1)')
     .option('--no-color', 'no colours (NO_COLOR is honoured too)')
     .option('--debug', 'debug logs and stack traces on standard error')
     .showHelpAfterError('(run dus-sync --help for usage)')
@@ -54,7 +64,7 @@ Examples:
   $ dus-sync apply --auto-approve             # converge the service to git
   $ dus-sync watch --listen 0.0.0.0:9090      # run as an agent
 
-Environment: DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), NO_COLOR.
+Environment: DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), DUS_MAX_FILE_SIZE, DUS_FOLLOW_EXTERNAL_SYMLINKS, NO_COLOR.
 Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused plan), 2 plan --detailed-exitcode with changes.`);
 
   program.command('validate')
@@ -68,8 +78,8 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'markdown']).default('text'))
     .option('-o, --out <file>', 'save the plan for a later apply')
     .option('--detailed-exitcode', 'exit 2 when there are changes (0 none, 1 error)')
-    .option('--max-changes <n>', 'refuse a plan with more changes (overrides safety.max_changes)', int('--max-changes'))
-    .option('--max-deactivations <n>', 'refuse a plan with more deactivations', int('--max-deactivations'))
+    .option('--max-changes <n>', 'refuse a plan with more changes (overrides safety.max_changes)', count('--max-changes'))
+    .option('--max-deactivations <n>', 'refuse a plan with more deactivations', count('--max-deactivations'))
     .option('--allow-large', 'accept a plan over the safety limits')
     .addHelpText('after', '\nExamples:\n  $ dus-sync plan\n  $ dus-sync plan --format markdown > plan.md\n  $ dus-sync plan --out plan.json && dus-sync apply plan.json')
     .action(lazy(() => import('./plan.js')));
@@ -78,13 +88,13 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .description('plan (or load a saved plan) and apply it')
     .argument('[planfile]', 'a plan saved with plan --out')
     .option('-y, --auto-approve', 'do not ask; required without a TTY')
-    .option('--concurrency <n>', 'requests in flight at most (adapts down on 429)', int('--concurrency'), 8)
-    .option('--max-changes <n>', 'refuse a plan with more changes (overrides safety.max_changes)', int('--max-changes'))
-    .option('--max-deactivations <n>', 'refuse a plan with more deactivations', int('--max-deactivations'))
+    .option('--concurrency <n>', `requests in flight at most, ${CONCURRENCY.min} to ${CONCURRENCY.max} (adapts down on 429)`, count('--concurrency', CONCURRENCY), 8)
+    .option('--max-changes <n>', 'refuse a plan with more changes (overrides safety.max_changes)', count('--max-changes'))
+    .option('--max-deactivations <n>', 'refuse a plan with more deactivations', count('--max-deactivations'))
     .option('--allow-large', 'accept a plan over the safety limits')
     .option('--fail-fast', 'stop starting new changes after the first failure')
 .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
-    .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s)')
+    .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
     .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, refused if live moved')
     .action(lazy(() => import('./apply.js')));
 
@@ -92,11 +102,11 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .description('run as an agent: reconcile at start, on file changes and every watch.interval')
     .option('--dry-run', 'only report drift, never write')
     .option('--listen <host:port>', 'serve /healthz, /readyz and /metrics')
-    .option('--interval <duration>', 'override watch.interval (e.g. 30s, 5m)')
-    .option('--concurrency <n>', 'requests in flight at most', int('--concurrency'), 8)
-    .option('--grace <duration>', 'on SIGTERM, how long the running pass may take to finish', '20s')
+    .option('--interval <duration>', 'override watch.interval (e.g. 30s, 5m; 1s to 24h)', duration('--interval', WATCH_INTERVAL_MS))
+    .option('--concurrency <n>', `requests in flight at most, ${CONCURRENCY.min} to ${CONCURRENCY.max} (adapts down on 429)`, count('--concurrency', CONCURRENCY), 8)
+    .addOption(new Option('--grace <duration>', 'on SIGTERM, how long the running pass may take to finish (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(20_000, '20s'))
     .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
-    .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s)')
+    .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
     .addHelpText('after', '\nExample:\n  $ dus-sync watch --listen 0.0.0.0:9090')
     .action(lazy(() => import('./watch.js')));
 
@@ -122,21 +132,21 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
 
   program.command('emulator')
     .description('run the local emulator of the Device Update Service API')
-    .option('-p, --port <port>', 'port (0 picks a free one)', int('--port'), 8080)
+    .option('-p, --port <port>', 'port (0 picks a free one)', count('--port', { min: 0, max: 65_535 }), 8080)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--seed <file>', 'seed YAML or JSON (tenants, keys, bundles, actions)')
     .option('--data <file>', 'persist the state here after every write (atomic)')
-    .option('--page-size <n>', 'bundles per page of the list (0: no pagination)', int('--page-size'), 0)
+    .option('--page-size <n>', 'bundles per page of the list (0: no pagination; at most 10000)', count('--page-size', { min: 0, max: 10_000 }), 0)
     .option('--absolute-next', 'give absolute next links (default: relative)')
-    .option('--latency <ms>', 'add this latency to every response', int('--latency'), 0)
+    .option('--latency <ms>', 'add this latency to every response (at most 600000)', count('--latency', { min: 0, max: 600_000 }), 0)
     .option('--fail-rate <r>', 'answer this share of requests with a 5xx', parseFloat, 0)
     .option('--rate-limit <n/s>', 'answer 429 with Retry-After above this many requests a second')
     .option('--drop-after-commit-rate <r>', 'store this share of append_phase requests, then drop the connection', parseFloat, 0)
-    .option('--read-lag <ms>', 'GET /actions/{id} shows the action as it was this long ago (a lagging read replica)', int('--read-lag'), 0)
-    .option('--late-commit <ms>', 'answer append_phase 504 at once and store the phase this long afterwards', int('--late-commit'), 0)
+    .option('--read-lag <ms>', 'GET /actions/{id} shows the action as it was this long ago (a lagging read replica)', count('--read-lag', { min: 0, max: 600_000 }), 0)
+    .option('--late-commit <ms>', 'answer append_phase 504 at once and store the phase this long afterwards', count('--late-commit', { min: 0, max: 600_000 }), 0)
     .option('--wrong-action <asked=answered>', 'answer GET /actions/ASKED with action ANSWERED (repeatable)', collect)
-    .option('--race-append-every <n>', 'every Nth append_phase finds the same phase appended by another actor just before it', int('--race-append-every'), 0)
-    .option('--fault-seed <n>', 'seed of the fault generator (deterministic faults)', int('--fault-seed'), 1)
+    .option('--race-append-every <n>', 'every Nth append_phase finds the same phase appended by another actor just before it', count('--race-append-every', { min: 0, max: 1_000_000 }), 0)
+    .option('--fault-seed <n>', 'seed of the fault generator (deterministic faults)', count('--fault-seed', { min: 0, max: 0xffff_ffff }), 1)
     .addHelpText('after', '\nExample:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2')
     .action(lazy(() => import('./emulator.js')));
 

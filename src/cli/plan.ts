@@ -1,5 +1,6 @@
 // `dus-sync plan`: fetch the live state, print the plan, optionally save it.
-import { UnsafePlanError } from '../errors.js';
+import { writeFileAtomic } from '../atomic-write.js';
+import { UnsafePlanError, UserError } from '../errors.js';
 import type { LiveState, Plan } from '../model/index.js';
 import { connect, enforceSafety, fetchAndPlan, loadOrThrow, tenantsOf } from '../agent/reconcile.js';
 import { renderText } from '../core/render/text.js';
@@ -8,7 +9,7 @@ import { renderMarkdown } from '../core/render/markdown.js';
 import { toSavedPlan } from '../apply/saved-plan.js';
 import { VERSION } from '../version.js';
 import { useColor, type GlobalOptions } from './context.js';
-import { setup, writeFileAtomic } from './common.js';
+import { setup } from './common.js';
 
 interface PlanFlags {
   format: 'text' | 'json' | 'markdown';
@@ -33,6 +34,16 @@ export function planExitCode(plan: Plan, detailed: boolean): number {
   return detailed && plan.changes.length > 0 ? 2 : 0;
 }
 
+/** Through a new temp file renamed over the target: a link planted at either name is never written through. */
+function savePlan(path: string, text: string): void {
+  try {
+    writeFileAtomic(path, text, { mode: 0o644 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new UserError(`could not save the plan to ${path} (${code}); check that its folder exists and is writable`);
+  }
+}
+
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const opts = rawOpts as unknown as PlanFlags;
   const { config, filter, log } = await setup(globals);
@@ -45,7 +56,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     process.stdout.write(renderPlan(plan, opts.format, useColor(globals), live));
     if (opts.out) {
       const saved = toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt: new Date().toISOString() });
-      await writeFileAtomic(opts.out, JSON.stringify(saved, null, 2) + '\n');
+      savePlan(opts.out, JSON.stringify(saved, null, 2) + '\n');
       log.info(`saved the plan to ${opts.out}; apply it with: dus-sync apply ${opts.out}`);
     }
     if (plan.conflicts.length > 0) log.error(`${plan.conflicts.length} conflict(s): phases are append-only; fix the YAML to match the live phases`);

@@ -3,7 +3,7 @@ import { ConfigError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, readParsedFiles } from '../load/index.js';
 import { redact } from '../redact.js';
-import { paint, parseSelector, useColor, type GlobalOptions } from './context.js';
+import { configEnv, paint, parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export type ValidateFormat = 'text' | 'json' | 'github';
 
@@ -13,7 +13,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions,
   let files = 0;
   let documents = 0;
   try {
-    const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: process.env });
+    const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: configEnv(globals) });
     const parsed = await readParsedFiles(config);
     const result = assemble(parsed, config, { tenants: globals.tenant, selector: parseSelector(globals.selector) });
     issues = result.issues;

@@ -9,16 +9,18 @@ import { createLogger } from '../agent/logger.js';
 import { AgentMetrics } from '../agent/metrics.js';
 import { createReconcilePass } from '../agent/pass.js';
 import { systemClock } from '../agent/reconcile.js';
-import { installSignalHandlers, parseDuration } from '../agent/signals.js';
+import { installSignalHandlers } from '../agent/signals.js';
 import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
-import { parseSelector, useColor, type GlobalOptions } from './context.js';
+import { configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const log = createLogger({ debug: globals.debug === true, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
-  const intervalFlag = typeof opts.interval === 'string' ? parseDuration(opts.interval, '--interval') : undefined;
-  const graceMs = parseDuration(typeof opts.grace === 'string' ? opts.grace : '20s', '--grace');
+  // Parsed and range-checked by the option parsers (src/cli/main.ts).
+  const intervalFlag = typeof opts.interval === 'number' ? opts.interval : undefined;
+  const graceMs = typeof opts.grace === 'number' ? opts.grace : 20_000;
   const concurrency = typeof opts.concurrency === 'number' ? opts.concurrency : 8;
+  const env = configEnv(globals);
   const dryRun = opts.dryRun === true;
   const cwd = process.cwd();
 
@@ -26,7 +28,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   // starting (it logs, stays up and recovers when the file is fixed).
   let first: ResolvedConfig | undefined;
   try {
-    first = await resolveConfig({ config: globals.config, dir: globals.dir, cwd, env: process.env });
+    first = await resolveConfig({ config: globals.config, dir: globals.dir, cwd, env });
   } catch (err) {
     log.error(redact(err instanceof Error ? err.message : String(err)));
   }
@@ -40,12 +42,12 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     configFile: globals.config,
     dir: globals.dir,
     cwd,
-    env: process.env,
+    env,
     filter: { tenants: globals.tenant, selector: parseSelector(globals.selector) },
     dryRun,
     concurrency,
     journal: typeof opts.journal === 'string' ? opts.journal : undefined,
-    ...(typeof opts.settleWindow === 'string' ? { settleWindowMs: parseDuration(opts.settleWindow, '--settle-window') } : {}),
+    ...(typeof opts.settleWindow === 'number' ? { settleWindowMs: opts.settleWindow } : {}),
     insecureHttp: globals.insecureHttp,
     caFile: globals.caFile,
     log,
@@ -56,6 +58,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const agent = new Watcher({
     paths: targets.paths,
     filter: targets.filter,
+    ...(targets.folder ? { folder: targets.folder } : {}),
     pass: reconcile.pass,
     intervalMs: intervalOf(first),
     log,

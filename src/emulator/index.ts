@@ -5,7 +5,8 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { writeFileAtomic } from '../atomic-write.js';
 import { UserError } from '../errors.js';
 import { DEFAULT_FAULTS, FaultInjector } from './faults.js';
 import type { FaultSettings } from './faults.js';
@@ -113,10 +114,9 @@ function isJson(contentType: string | undefined): boolean {
   return media === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(media);
 }
 
+/** Owner-only (the state holds the keys), through a fresh temp file: never through a planted link. */
 function persistTo(file: string, store: EmulatorStore): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, `${JSON.stringify(store.snapshot(), null, 2)}\n`);
-  renameSync(tmp, file);
+  writeFileAtomic(file, `${JSON.stringify(store.snapshot(), null, 2)}\n`, { mode: 0o600 });
 }
 
 function buildStore(opts: EmulatorOptions): EmulatorStore {

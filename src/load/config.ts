@@ -1,12 +1,14 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
-import type { Config, ResolvedConfig } from '../model/index.js';
+import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
+import type { Config, ReadPolicy, ResolvedConfig } from '../model/index.js';
 import { hint } from './did-you-mean.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
-import { issueAt, MAX_ALIAS_COUNT, MAX_FILE_BYTES, offsetOf, parseYamlSource } from './yaml-source.js';
+import { readRegularFile } from './read-file.js';
+import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource } from './yaml-source.js';
 
 export const DEFAULT_CONFIG_FILE = 'dus-sync.yaml';
 export const DEFAULT_WATCH_INTERVAL_MS = 5 * 60 * 1000;
@@ -41,9 +43,26 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * How files are read. From the environment only (the CLI lays its --max-file-size and
+ * --follow-external-symlinks flags over it), never from dus-sync.yaml: these limits protect the
+ * machine from the repository's content, so the repository does not get to loosen them.
+ */
+export function readPolicyFromEnv(env: NodeJS.ProcessEnv): ReadPolicy {
+  const size = envValue(env, 'DUS_MAX_FILE_SIZE');
+  const checked = size === undefined ? MAX_FILE_SIZE.default : checkSize('DUS_MAX_FILE_SIZE', size, MAX_FILE_SIZE);
+  if (typeof checked === 'string') throw new UserError(checked);
+  const follow = envValue(env, 'DUS_FOLLOW_EXTERNAL_SYMLINKS')?.toLowerCase();
+  if (follow !== undefined && !['1', 'true', 'yes', '0', 'false', 'no'].includes(follow)) {
+    throw new UserError(`DUS_FOLLOW_EXTERNAL_SYMLINKS takes 1 or 0 (true or false), not "${env.DUS_FOLLOW_EXTERNAL_SYMLINKS ?? ''}".`);
+  }
+  return { maxFileBytes: checked, followExternalSymlinks: follow === '1' || follow === 'true' || follow === 'yes' };
+}
+
 export async function resolveConfig(opts: ResolveConfigOptions): Promise<ResolvedConfig> {
+  const reading = readPolicyFromEnv(opts.env);
   const file = await findConfigFile(opts);
-  const raw = file ? await readConfigFile(file, opts.cwd) : undefined;
+  const raw = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes) : undefined;
   const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
 
   const baseUrl = envValue(opts.env, 'DUS_BASE_URL') ?? raw?.base_url;
@@ -76,6 +95,7 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
     },
     watchIntervalMs: raw?.watch?.interval ? parseInterval(raw.watch.interval) : DEFAULT_WATCH_INTERVAL_MS,
     suspend: raw?.suspend ?? false,
+    reading,
     ...(raw ? { raw } : {}),
   };
 }
@@ -101,16 +121,14 @@ function shownPath(file: string, cwd: string): string {
 }
 
 /** Reads and validates dus-sync.yaml; every problem becomes an issue of one ConfigError. */
-async function readConfigFile(file: string, cwd: string): Promise<Config> {
+async function readConfigFile(file: string, cwd: string, maxBytes: number): Promise<Config> {
   const shown = shownPath(file, cwd);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new UserError(`the config file ${shown} could not be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
-  }
-  if (text.length > MAX_FILE_BYTES) throw one(shown, 'the config file is larger than 5 MiB; this is not a dus-sync config');
-  const src = parseYamlSource(shown, text);
+  // The config may be a link (a Kubernetes ConfigMap mounts links): it names the repository, so
+  // it may live anywhere; but it must be a regular file of sane size like any other.
+  const read = readRegularFile(file, { maxBytes });
+  if (!read.ok) throw one(shown, read.message);
+  const text = read.text;
+  const src = parseYamlSource(shown, text, maxBytes);
   if (src.issues.length > 0) throw new ConfigError(src.issues);
   if (src.documents.length !== 1) {
     throw one(shown, src.documents.length === 0 ? 'the config file is empty; it needs at least "apiVersion: dus-sync/v1" and "kind: Config"' : 'the config file must hold exactly one YAML document');
@@ -130,7 +148,7 @@ async function readConfigFile(file: string, cwd: string): Promise<Config> {
   const validate = validator('config');
   const ok = validate(value);
   const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, validate.errors ?? [], new Set(scanned.map((i) => i.pointer))))];
-  if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)));
+  if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)), ...intervalIssues(value as Config, yamlPosition(src, doc)));
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return value as Config;
 }
@@ -141,6 +159,20 @@ function defaultTenantIssues(config: Config, position: Position): ConfigIssue[] 
   const t = config.default_tenant;
   if (t === undefined || known.length === 0 || known.includes(t)) return [];
   return [{ ...position(['default_tenant'], false), pointer: '/default_tenant', message: `default_tenant "${t}" is not one of the tenants listed below it (${known.map((k) => `"${k}"`).join(', ')})${hint(t, known)}` }];
+}
+
+/** watch.interval and safety.settle_window within their bounds: 0s would run passes back to back, months would overflow the timer. */
+function intervalIssues(config: Config, position: Position): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const interval = config.watch?.interval;
+  if (interval !== undefined && !inRange(parseInterval(interval), WATCH_INTERVAL_MS)) {
+    issues.push({ ...position(['watch', 'interval'], false), pointer: '/watch/interval', message: `watch.interval takes ${describeRange('duration', WATCH_INTERVAL_MS)}, not "${interval}"` });
+  }
+  const settle = config.safety?.settle_window;
+  if (settle !== undefined && !inRange(parseInterval(settle), SETTLE_WINDOW_MS)) {
+    issues.push({ ...position(['safety', 'settle_window'], false), pointer: '/safety/settle_window', message: `safety.settle_window takes ${describeRange('duration', SETTLE_WINDOW_MS)}, not "${settle}"` });
+  }
+  return issues;
 }
 
 function one(file: string, message: string): ConfigError {

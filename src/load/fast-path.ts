@@ -47,7 +47,7 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
   const yaml = loadJsYaml();
   if (!yaml) return undefined;
   const raw = file.text;
-  if (raw.length > MAX_FILE_BYTES || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
+  if (raw.length > (config.reading?.maxFileBytes ?? MAX_FILE_BYTES) || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (SPECIAL.test(text)) return undefined;
   const regions = contentRegions(text);

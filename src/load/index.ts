@@ -1,19 +1,21 @@
 // Desired-state files → DesiredState: find, read, parse with positions, validate (Ajv and the
 // semantic checks of SPEC section 1), assemble. parseFile is pure and per file so that the
 // watch agent can cache its result by path and text and re-parse only what changed.
-import { readFileSync, statSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import picomatch from 'picomatch';
-import { glob } from 'tinyglobby';
 import type { Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
-import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ResolvedConfig, SourceLocation } from '../model/index.js';
+import { MAX_FILE_SIZE } from '../limits.js';
+import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { buildObject, isPlainObject, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { fastParseFile } from './fast-path.js';
+import { findCandidates } from './find.js';
+import { readRegularFile } from './read-file.js';
 import { scanNodes, schemaIssues, validator } from './schema-check.js';
-import { issueAt, MAX_ALIAS_COUNT, MAX_FILE_BYTES, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
+import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 
 export { MAX_FILE_BYTES } from './yaml-source.js';
 
@@ -71,6 +73,21 @@ function configFolder(config: ResolvedConfig): string {
   return config.file ? dirname(config.file) : config.dir;
 }
 
+const DEFAULT_READ_POLICY: ReadPolicy = { maxFileBytes: MAX_FILE_SIZE.default, followExternalSymlinks: false };
+
+function readPolicy(config: ResolvedConfig): ReadPolicy {
+  return config.reading ?? DEFAULT_READ_POLICY;
+}
+
+/** The repository: the config's folder, as a real path (links resolved), that files must stay in. */
+function repositoryRoot(config: ResolvedConfig): string {
+  try {
+    return realpathSync.native(configFolder(config));
+  } catch {
+    return configFolder(config);
+  }
+}
+
 const DEFAULT_GLOBS = ['**/*.yaml', '**/*.yml'];
 
 /** Pure: the files among `paths` (relative to config.dir) that are desired-state files. */
@@ -106,8 +123,11 @@ export async function listResourceFiles(config: ResolvedConfig): Promise<string[
   }
   const base = configFolder(config);
   const patterns = config.resources && config.resources.length > 0 ? [...config.resources] : DEFAULT_GLOBS;
-  const found = await glob(patterns, { cwd: base, absolute: true, dot: false, onlyFiles: true, ignore: ['**/node_modules/**'] });
-  return selectResourcePaths(found.map((abs) => toPosix(relative(config.dir, abs))), config);
+  const found = findCandidates({ base, realRoot: repositoryRoot(config), patterns, followExternalSymlinks: readPolicy(config).followExternalSymlinks });
+  const fromDir = (p: string): string => toPosix(relative(config.dir, join(base, p)));
+  // Links to folders that were not walked are listed too, so that reading them reports why.
+  const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...found.unwalked.map(fromDir)]);
+  return [...selected].sort();
 }
 
 // ---------------------------------------------------------------- parsing one file
@@ -127,7 +147,7 @@ export function parseFile(file: SourceFile, config: ResolvedConfig): ParsedFile 
 /** The reference path: every node keeps its position, so every issue gets an exact place. */
 export function parseFileWithYaml(file: SourceFile, shown: string, config: ResolvedConfig): ParsedFile {
   {
-    const src = parseYamlSource(shown, file.text);
+    const src = parseYamlSource(shown, file.text, readPolicy(config).maxFileBytes);
     const documents: ParsedDocument[] = [];
     const issues: ConfigIssue[] = [...src.issues];
     src.documents.forEach((doc, index) => {
@@ -228,36 +248,37 @@ export function loadDocuments(files: readonly SourceFile[], config: ResolvedConf
 // ---------------------------------------------------------------- reading
 
 /**
- * Reads the files, refusing oversize ones before reading them. Unreadable files become issues.
- * Synchronously, one at a time: thousands of small files through the promise API cost some
- * ten times more (a thread-pool round trip per open, stat, read and close: 0.3 s of CPU for a
- * 20,000-document repo), and only one file is ever open. Every 256 files the event loop gets
- * a turn: in one long synchronous burst V8 grows the heap more (plan at 100,000 records peaked
- * at 335 MB instead of 296 MB).
+ * Reads the files through readParsedFile. Synchronously, one at a time: thousands of small
+ * files through the promise API cost some ten times more (a thread-pool round trip per open,
+ * stat, read and close: 0.3 s of CPU for a 20,000-document repo), and only one file is ever
+ * open. Every 256 files the event loop gets a turn: in one long synchronous burst V8 grows the
+ * heap more (plan at 100,000 records peaked at 335 MB instead of 296 MB).
  */
 export async function readParsedFiles(config: ResolvedConfig, paths?: readonly string[]): Promise<ParsedFile[]> {
   const list = paths ?? await listResourceFiles(config);
+  const root = repositoryRoot(config);
   const out: ParsedFile[] = [];
   for (let i = 0; i < list.length; i++) {
     if (i > 0 && i % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    out.push(readOne(config, list[i]!));
+    out.push(readParsedFile(config, list[i]!, root));
   }
   return out;
 }
 
-function readOne(config: ResolvedConfig, path: string): ParsedFile {
-  const abs = join(config.dir, path);
-  const shown = displayPath(config, path);
-  const failed = (message: string): ParsedFile => ({ path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] });
-  let text: string;
-  try {
-    const st = statSync(abs);
-    if (st.size > MAX_FILE_BYTES) return failed(`the file is ${(st.size / 1024 / 1024).toFixed(1)} MiB, larger than the ${MAX_FILE_BYTES / 1024 / 1024} MiB limit; desired-state files are small, so this is probably not one (split it or move it out of the resources)`);
-    text = readFileSync(abs, 'utf8');
-  } catch (err) {
-    return failed(`the file could not be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`);
+/**
+ * Reads one desired-state file and parses it. The one way the loader (and watch's cache) reads a
+ * file: a regular file only, at most --max-file-size bytes (counted while reading), not through a
+ * link that leaves the repository unless --follow-external-symlinks; anything else becomes an
+ * issue at the file's first line, never a hang or an exception.
+ */
+export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config)): ParsedFile {
+  const policy = readPolicy(config);
+  const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks });
+  if (!read.ok) {
+    const shown = displayPath(config, path);
+    return { path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message: read.message }] };
   }
-  return parseFile({ path, text }, config);
+  return parseFile({ path, text: read.text }, config);
 }
 
 export async function loadDesiredState(config: ResolvedConfig, filter?: LoadFilter): Promise<LoadResult> {

@@ -1,9 +1,12 @@
 // API keys, read only by the commands that call the API. A key never appears in a message.
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { UserError } from '../errors.js';
 import type { ResolvedConfig } from '../model/index.js';
 import { registerSecret } from '../redact.js';
+import { readRegularFile } from './read-file.js';
+
+/** A key file is a line of text; a larger one is not a key (a PR may point api_key_file at /dev/zero). */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
 
 /** tenant → key, for the given tenants. Every key read is registered for redaction. */
 export async function readApiKeys(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<Map<string, string>> {
@@ -29,14 +32,14 @@ async function readKey(config: ResolvedConfig, tenant: string, env: NodeJS.Proce
 
 async function readKeyFile(config: ResolvedConfig, tenant: string, file: string): Promise<string> {
   const path = resolve(config.file ? dirname(config.file) : config.dir, file);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new UserError(`the API key file of tenant "${tenant}" cannot be read: ${path} (${code})`);
+  // Mounted secrets are links (Kubernetes: key -> ..data/key), and may live anywhere: only the
+  // kind of file and its size are checked.
+  const read = readRegularFile(path, { maxBytes: MAX_KEY_FILE_BYTES });
+  if (!read.ok) {
+    const why = read.message.replace(/; desired-state files are small.*$/, '');
+    throw new UserError(`the API key file of tenant "${tenant}" cannot be read: ${path}: ${why}`);
   }
-  const key = text.trim();
+  const key = read.text.trim();
   if (key === '') throw new UserError(`the API key file of tenant "${tenant}" is empty: ${path}`);
   return key;
 }

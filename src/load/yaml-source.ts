@@ -2,9 +2,11 @@
 // pointer to the line and column where the user wrote the value.
 import { LineCounter, parseAllDocuments, isAlias, isMap, isPair, isScalar, isSeq, type Document, type Node } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
+import { formatSize, MAX_FILE_SIZE } from '../limits.js';
+import { RAISE_LIMIT } from './read-file.js';
 
-/** Files above this size are refused before parsing: desired state is small, a huge file is a mistake. */
-export const MAX_FILE_BYTES = 5 * 1024 * 1024;
+/** Files above this size are refused before parsing (the default of --max-file-size): desired state is small, a huge file is a mistake. */
+export const MAX_FILE_BYTES = MAX_FILE_SIZE.default;
 /** Alias expansions allowed per document (the "billion laughs" guard). */
 export const MAX_ALIAS_COUNT = 100;
 
@@ -28,14 +30,14 @@ export function issueAt(file: string, lc: LineCounter, offset: number, pointer: 
  * documents: later errors are usually echoes of the first, and half a file would produce
  * misleading "missing field" reports. Duplicate keys are independent, so each is reported.
  */
-export function parseYamlSource(file: string, rawText: string): YamlSource {
+export function parseYamlSource(file: string, rawText: string, maxBytes = MAX_FILE_BYTES): YamlSource {
   const lineCounter = new LineCounter();
   const fail = (message: string): YamlSource => ({
     file, text: rawText, lineCounter, documents: [],
     issues: [{ file, line: 1, column: 1, pointer: '', message }],
   });
-  if (rawText.length > MAX_FILE_BYTES) {
-    return fail(`the file is larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; desired-state files are small, so this is probably not one (split it or move it out of the resources)`);
+  if (rawText.length > maxBytes) {
+    return fail(`the file is larger than ${formatSize(maxBytes)}; desired-state files are small, so this is probably not one: split it, move it out of the resources, or ${RAISE_LIMIT}`);
   }
   if (rawText.includes('\u0000') || rawText.includes('\uFFFD')) {
     return fail('the file is not UTF-8 text (is it binary?); remove it from the resources folder');

@@ -69,8 +69,17 @@ export interface ResolvedConfig {
   /** watch.interval in milliseconds (default 5 minutes). */
   readonly watchIntervalMs: number;
   readonly suspend: boolean;
+  /** How desired-state files are read (--max-file-size, --follow-external-symlinks); absent: the defaults. */
+  readonly reading?: Readonly<ReadPolicy>;
   /** The raw document, for tools that need to echo it. */
   readonly raw?: Readonly<Config>;
+}
+
+export interface ReadPolicy {
+  /** Desired-state files larger than this many bytes are refused. */
+  readonly maxFileBytes: number;
+  /** Follow symbolic links that resolve outside the config's folder. */
+  readonly followExternalSymlinks: boolean;
 }
 
 export interface SafetyLimits {

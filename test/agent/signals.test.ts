@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installSignalHandlers, parseDuration } from '../../src/agent/signals.js';
+import { installSignalHandlers } from '../../src/agent/signals.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -73,14 +73,5 @@ describe('signal handling', () => {
     expect(codes).toEqual([1, 143]);
     remove();
     expect(handlers.size).toBe(0);
-  });
-});
-
-describe('parseDuration', () => {
-  it.each([['20s', 20_000], ['500ms', 500], ['5m', 300_000], ['1h', 3_600_000], ['2', 2000], ['1.5s', 1500]])('%s', (t, ms) => {
-    expect(parseDuration(t)).toBe(ms);
-  });
-  it('refuses nonsense with the flag name', () => {
-    expect(() => parseDuration('soon', '--grace')).toThrow('--grace takes a duration such as 500ms, 20s, 5m or 1h, not "soon"');
   });
 });

@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fallbackTargets, watchTargets } from '../../src/agent/targets.js';
 import type { ResolvedConfig } from '../../src/model/index.js';
@@ -38,5 +41,23 @@ describe('watchTargets', () => {
   it('before any config could be read, watches where it would be', () => {
     expect(fallbackTargets('/work', 'conf/dus-sync.yaml').paths).toEqual(['/work/conf/dus-sync.yaml', '/work/conf']);
     expect(fallbackTargets('/work').paths).toEqual(['/work/dus-sync.yaml', '/work']);
+  });
+
+  it.skipIf(process.platform === 'win32')('watches no folder a link leads to out of the repository, unless --follow-external-symlinks', () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'dus-targets-'));
+    try {
+      const repo = join(tmp, 'repo');
+      mkdirSync(join(repo, 'tenants', 'real'), { recursive: true });
+      mkdirSync(join(tmp, 'outside'));
+      symlinkSync(join(tmp, 'outside'), join(repo, 'tenants', 'out'));
+      symlinkSync('real', join(repo, 'tenants', 'in'));
+      const t = watchTargets(config({ file: join(repo, 'dus-sync.yaml'), dir: repo }));
+      expect([t.folder!(join(repo, 'tenants')), t.folder!(join(repo, 'tenants', 'real')), t.folder!(join(repo, 'tenants', 'in'))]).toEqual([true, true, true]);
+      expect(t.folder!(join(repo, 'tenants', 'out'))).toBe(false);
+      const followed = watchTargets(config({ file: join(repo, 'dus-sync.yaml'), dir: repo, reading: { maxFileBytes: 1024, followExternalSymlinks: true } }));
+      expect(followed.folder!(join(repo, 'tenants', 'out'))).toBe(true);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });

@@ -55,7 +55,8 @@ describe('resolveConfig', () => {
   it('works without a config file: cwd, env tenant, no tenants map, 5 minute interval', async () => {
     const dir = folder('none', { 'a.yaml': 'x: 1\n' });
     const c = await resolveConfig({ cwd: dir, env: { DUS_TENANT: 'solo', DUS_BASE_URL: 'http://127.0.0.1:1' } });
-    expect(c).toEqual({ dir, baseUrl: 'http://127.0.0.1:1', defaultTenant: 'solo', tenants: {}, safety: {}, watchIntervalMs: 300_000, suspend: false });
+    expect(c).toEqual({ dir, baseUrl: 'http://127.0.0.1:1', defaultTenant: 'solo', tenants: {}, safety: {}, watchIntervalMs: 300_000, suspend: false,
+      reading: { maxFileBytes: 5 * 1024 * 1024, followExternalSymlinks: false } });
   });
 
   it('takes --config and --dir relative to cwd; dir defaults to the config folder', async () => {

@@ -1,0 +1,145 @@
+// Walks the folders the resources globs can match, and lists every entry that could be a
+// desired-state file: regular files, symbolic links and special files (FIFOs, devices, sockets)
+// alike, so that the reader refuses the ones it must and says so. tinyglobby cannot do this: it
+// either follows links (into a link to / or /proc, and skipping dangling ones without a word) or
+// drops them, and it never lists a FIFO or a device at all.
+//
+// Folders reached through a link are walked only when the link resolves inside the repository
+// (or with --follow-external-symlinks), each real folder once, so links that loop or fan out
+// cannot make the walk endless. A link to a folder that is not walked, and a dangling link, is
+// listed for the reader to report.
+import { readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
+import { dirname, join } from 'node:path';
+import picomatch from 'picomatch';
+import { isInside } from './read-file.js';
+
+export interface FindOptions {
+  /** The folder the globs are relative to. */
+  readonly base: string;
+  /** Its real path: links must resolve inside it. */
+  readonly realRoot: string;
+  readonly patterns: readonly string[];
+  readonly followExternalSymlinks: boolean;
+}
+
+export interface Found {
+  /** Paths relative to `base` (posix) to be matched against the globs. */
+  readonly entries: readonly string[];
+  /** Paths relative to `base` to report whatever the globs say: links to folders that were not walked. */
+  readonly unwalked: readonly string[];
+}
+
+interface Scope {
+  /** Relative to base, posix, '' for base itself. */
+  readonly dir: string;
+  /** Levels of entries below `dir` that the glob can reach (Infinity with **). */
+  readonly depth: number;
+}
+
+/** The folders each positive glob can match in, and how deep. */
+function scopesOf(patterns: readonly string[]): Scope[] {
+  const scopes: Scope[] = [];
+  for (const p of patterns) {
+    const scan = picomatch.scan(p);
+    if (scan.negated) continue;
+    if (!scan.isGlob) {
+      const dir = dirname(scan.base);
+      scopes.push({ dir: dir === '.' ? '' : dir, depth: 1 });
+      continue;
+    }
+    // Every '/' of the glob part may be one level (a brace or extglob may hold fewer): never too shallow.
+    scopes.push({ dir: scan.base, depth: scan.glob.includes('**') ? Infinity : scan.glob.split('/').length });
+  }
+  // A scope inside another that already reaches every depth adds nothing.
+  const widestFirst = [...scopes].sort((a, b) => Number(b.depth === Infinity) - Number(a.depth === Infinity) || a.dir.length - b.dir.length);
+  const kept: Scope[] = [];
+  for (const s of widestFirst) if (!kept.some((o) => o.depth === Infinity && covers(o.dir, s.dir))) kept.push(s);
+  return kept;
+}
+
+function covers(outer: string, inner: string): boolean {
+  return outer === '' || inner === outer || inner.startsWith(`${outer}/`);
+}
+
+function skipped(name: string): boolean {
+  return name.startsWith('.') || name === 'node_modules';
+}
+
+export function findCandidates(opts: FindOptions): Found {
+  const negatives = opts.patterns.filter((p) => p.startsWith('!')).map((p) => p.slice(1));
+  const excluded = negatives.length > 0 ? picomatch(negatives, { dot: false }) : () => false;
+  const entries = new Set<string>();
+  const unwalked = new Set<string>();
+  const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
+
+  const mayFollow = (real: string): boolean => opts.followExternalSymlinks || isInside(opts.realRoot, real);
+
+  for (const scope of scopesOf(opts.patterns)) {
+    // Each real folder once per scope, remembering how much depth was left when it was walked.
+    // Links to folders wait until every real folder was walked, so that a file is listed by its
+    // own path rather than through a link that happens to sort first.
+    const walked = new Map<string, number>();
+    const pending: { path: string; depth: number }[] = [];
+    const walk = (rel: string, real: string, depth: number): void => {
+      if ((walked.get(real) ?? 0) >= depth) return;
+      walked.set(real, depth);
+      let dirents: Dirent[];
+      try {
+        dirents = readdirSync(join(opts.base, rel), { withFileTypes: true });
+      } catch {
+        return; // unreadable or gone: as before, nothing to list there
+      }
+      dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const d of dirents) {
+        if (skipped(d.name)) continue;
+        const path = join2(rel, d.name);
+        if (d.isDirectory()) {
+          if (depth > 1) walk(path, join(real, d.name), depth - 1);
+        } else if (d.isSymbolicLink()) {
+          pending.push({ path, depth });
+        } else {
+          entries.add(path); // files, FIFOs, devices, sockets: the globs decide, the reader refuses
+        }
+      }
+    };
+    const linked = (path: string, depth: number): void => {
+      const abs = join(opts.base, path);
+      let target: ReturnType<typeof statSync> | undefined;
+      try {
+        target = statSync(abs);
+      } catch {
+        target = undefined;
+      }
+      if (target?.isDirectory() !== true) {
+        entries.add(path);
+        // A dangling link may have been meant as a folder of resources: report it when it could be one.
+        if (target === undefined && depth > 1 && !excluded(path)) unwalked.add(path);
+        return;
+      }
+      if (depth <= 1) return;
+      let real: string;
+      try {
+        real = realpathSync.native(abs);
+      } catch {
+        return;
+      }
+      if (mayFollow(real)) walk(path, real, depth - 1);
+      else if (!excluded(path)) unwalked.add(path);
+    };
+
+    // The scope's own folder may be (or lie under) a link too: the same rule.
+    let real: string;
+    try {
+      real = realpathSync.native(join(opts.base, scope.dir));
+    } catch {
+      continue; // no such folder: nothing to find
+    }
+    if (scope.dir !== '' && !mayFollow(real) && isInside(opts.realRoot, join(opts.realRoot, scope.dir))) {
+      if (!excluded(scope.dir)) unwalked.add(scope.dir);
+      continue;
+    }
+    walk(scope.dir, real, scope.depth);
+    for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth);
+  }
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort() };
+}

@@ -1,0 +1,173 @@
+// Reading a file that a pull request may have planted. Only a regular file is read, never more
+// than the limit (enforced while reading, so a file that grows or lies about its size cannot
+// make us read more), and never through a symbolic link that leaves the repository unless the
+// operator allowed it. Nothing is opened before lstat/stat said it is a regular file, and the
+// open is non-blocking, so a FIFO swapped in between cannot hang us either.
+import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { isAbsolute, relative, sep } from 'node:path';
+import { formatSize } from '../limits.js';
+
+export interface ReadOptions {
+  /** Bytes; a larger file is refused. */
+  readonly maxBytes: number;
+  /** Real path of the folder the file must resolve into; undefined: anywhere (the config file, key files). */
+  readonly root?: string;
+  /** Follow symbolic links that resolve outside `root` (--follow-external-symlinks). */
+  readonly followExternalSymlinks?: boolean;
+}
+
+export type ReadResult =
+  | { readonly ok: true; readonly text: string }
+  | { readonly ok: false; readonly message: string };
+
+const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
+
+/** How the limit is raised: said in every "too large" message. */
+export const RAISE_LIMIT = 'raise the limit with --max-file-size (or DUS_MAX_FILE_SIZE), e.g. --max-file-size 16MiB';
+
+/** A link target or path as it may be shown: control characters escaped (a file name can hold any byte). */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return /[\u0000-\u001f\u007f-\u009f]/.test(text) ? JSON.stringify(text) : text;
+}
+
+export function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return 'a named pipe (FIFO)';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  if (st.isDirectory()) return 'a folder';
+  return 'a special file';
+}
+
+function codeOf(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? String(err);
+}
+
+function fail(message: string): ReadResult {
+  return { ok: false, message };
+}
+
+function tooLarge(size: number | undefined, maxBytes: number): ReadResult {
+  const is = size === undefined ? 'the file is' : `the file is ${formatSize(size)},`;
+  return fail(`${is} larger than the ${formatSize(maxBytes)} limit; desired-state files are small, so this is probably not one: split it, move it out of the resources, or ${RAISE_LIMIT}`);
+}
+
+function unreadable(err: unknown): ReadResult {
+  const code = codeOf(err);
+  if (code === 'ENOENT') return fail('the file does not exist (or was removed while it was being read)');
+  if (code === 'ELOOP') return fail('the file was replaced by a symbolic link while it was being read; run again once the files stop changing');
+  return fail(`the file could not be read (${code}); check its permissions`);
+}
+
+/** Reads `path` as UTF-8 text under the rules above. Never throws: a refusal is a sentence. */
+export function readRegularFile(path: string, opts: ReadOptions): ReadResult {
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch (err) {
+    return unreadable(err);
+  }
+  let real = path;
+  if (st.isSymbolicLink() || st.isDirectory()) {
+    const resolved = resolveLink(path, st, opts);
+    if (!resolved.ok) return resolved;
+    real = resolved.text;
+    try {
+      st = statSync(real);
+    } catch (err) {
+      return unreadable(err);
+    }
+    if (!st.isFile()) {
+      return fail(`this symbolic link points to ${printable(real)}, which is ${kindOf(st)}, not a regular file; dus-sync reads only regular files: replace the link with the file itself, or remove it`);
+    }
+  }
+  if (!st.isFile()) {
+    return fail(`this is ${kindOf(st)}, not a regular file; dus-sync reads only regular files: remove it, or keep it out of the resources`);
+  }
+  if (st.size > opts.maxBytes) return tooLarge(st.size, opts.maxBytes);
+  return readOpened(real, opts.maxBytes);
+}
+
+/**
+ * The real path a link (or a folder reached through one) leads to, when it may be read: it must
+ * resolve, and inside the root unless external links are allowed.
+ */
+function resolveLink(path: string, st: Stats, opts: ReadOptions): ReadResult {
+  const target = st.isSymbolicLink() ? safeReadlink(path) : undefined;
+  const shown = target === undefined ? 'a path' : printable(target);
+  let real: string;
+  try {
+    real = realpathSync.native(path);
+  } catch (err) {
+    const code = codeOf(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return fail(`this symbolic link points to ${shown}, which does not exist; fix the link or remove it`);
+    if (code === 'ELOOP') return fail(`this symbolic link points to ${shown}, which leads back to itself; fix the link or remove it`);
+    return unreadable(err);
+  }
+  if (opts.root !== undefined && opts.followExternalSymlinks !== true && !isInside(opts.root, real)) {
+    const folder = statSafe(real)?.isDirectory() === true;
+    const via = target === undefined ? `this path leads through a symbolic link to ${printable(real)},` : `this symbolic link points to ${folder ? 'the folder ' : ''}${shown}${target === real ? '' : ` (${printable(real)})`},`;
+    return fail(`${via} outside the repository folder ${printable(opts.root)}; dus-sync reads only files inside it: copy the ${folder ? 'files' : 'file'} into the repository, or pass --follow-external-symlinks to allow links that leave it`);
+  }
+  if (st.isDirectory() || statSafe(real)?.isDirectory()) {
+    return fail(`this leads to the folder ${printable(real)}, not to a file; link the files themselves instead`);
+  }
+  return { ok: true, text: real };
+}
+
+function safeReadlink(path: string): string | undefined {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function statSafe(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** open (non-blocking, not following a link swapped in since), fstat, read at most maxBytes + 1. */
+function readOpened(path: string, maxBytes: number): ReadResult {
+  let fd: number;
+  try {
+    fd = openSync(path, OPEN_FLAGS);
+  } catch (err) {
+    return unreadable(err);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return fail(`this is ${kindOf(st)}, not a regular file; dus-sync reads only regular files: remove it, or keep it out of the resources`);
+    if (st.size > maxBytes) return tooLarge(st.size, maxBytes);
+    // Sized for the file as statted, grown (up to the limit) if it is longer than it said.
+    let buf = Buffer.allocUnsafe(st.size + 1);
+    let n = 0;
+    for (;;) {
+      if (n === buf.length) {
+        if (n > maxBytes) return tooLarge(undefined, maxBytes);
+        const bigger = Buffer.allocUnsafe(Math.min(buf.length * 2, maxBytes + 1));
+        buf.copy(bigger, 0, 0, n);
+        buf = bigger;
+      }
+      const got = readSync(fd, buf, n, buf.length - n, null);
+      if (got === 0) break;
+      n += got;
+    }
+    if (n > maxBytes) return tooLarge(undefined, maxBytes);
+    return { ok: true, text: buf.toString('utf8', 0, n) };
+  } catch (err) {
+    return unreadable(err);
+  } finally {
+    closeSync(fd);
+  }
+}

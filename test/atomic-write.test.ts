@@ -1,0 +1,46 @@
+// The one atomic write (src/atomic-write.ts): a fresh, exclusive, random temp file in the
+// target's folder, never through a link, renamed over the target, removed on failure.
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { writeFileAtomic } from '../src/atomic-write.js';
+
+let dir: string;
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe.skipIf(process.platform === 'win32')('writeFileAtomic', () => {
+  it('writes the file owner-only by default, or with the mode asked for, and leaves no temp file', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dus-atomic-'));
+    writeFileAtomic(join(dir, 'a.json'), '{"a":1}\n');
+    writeFileAtomic(join(dir, 'b.yaml'), 'b: 1\n', { mode: 0o644 });
+    expect(readFileSync(join(dir, 'a.json'), 'utf8')).toBe('{"a":1}\n');
+    expect(statSync(join(dir, 'a.json')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'b.yaml')).mode & 0o777).toBe(0o644 & ~process.umask());
+    expect(readdirSync(dir).sort()).toEqual(['a.json', 'b.yaml']);
+  });
+
+  it('replaces a link at the target instead of writing through it', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dus-atomic-'));
+    writeFileSync(join(dir, 'victim'), 'precious');
+    symlinkSync(join(dir, 'victim'), join(dir, 'out.json'));
+    writeFileAtomic(join(dir, 'out.json'), 'new');
+    expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('precious');
+    expect(lstatSync(join(dir, 'out.json')).isFile()).toBe(true);
+    expect(readFileSync(join(dir, 'out.json'), 'utf8')).toBe('new');
+  });
+
+  it('removes its temp file when the rename fails, and throws', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dus-atomic-'));
+    mkdirSync(join(dir, 'taken'));
+    writeFileSync(join(dir, 'taken', 'x'), '');
+    expect(() => writeFileAtomic(join(dir, 'taken'), 'data')).toThrow(/EISDIR|ENOTEMPTY|EEXIST/);
+    expect(readdirSync(dir)).toEqual(['taken']);
+  });
+
+  it('fails cleanly when the folder does not exist', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dus-atomic-'));
+    expect(() => writeFileAtomic(join(dir, 'missing', 'x.json'), 'data')).toThrow(/ENOENT/);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});

@@ -1,0 +1,91 @@
+// Finding desired-state files without tinyglobby: links that loop or fan out end, each real
+// folder is walked once and listed by its own path, links to folders outside the repository and
+// dangling links are listed for the reader to report (unless a negated glob excludes them),
+// and only the folders the globs can reach are walked.
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/load/config.js';
+import { listResourceFiles, loadDesiredState } from '../../src/load/index.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'dus-find-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+let n = 0;
+function repo(config: string | undefined, files: Record<string, string>, links: Record<string, string> = {}): string {
+  const dir = join(tmp, `r${n++}`);
+  mkdirSync(dir, { recursive: true });
+  if (config !== undefined) writeFileSync(join(dir, 'dus-sync.yaml'), `apiVersion: dus-sync/v1\nkind: Config\n${config}`);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  for (const [path, target] of Object.entries(links)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    symlinkSync(target, join(dir, path));
+  }
+  return dir;
+}
+
+const list = async (dir: string) => listResourceFiles(await resolveConfig({ cwd: dir, env: {} }));
+
+describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
+  it('ends on links that loop, and lists a file once, by its own path', async () => {
+    const dir = repo(undefined, { 'a/f.yaml': '' }, { 'a/self': '.', 'a/up': '..', 'b/to-a': '../a' });
+    expect(await list(dir)).toEqual(['a/f.yaml']);
+  });
+
+  it('ends on links that fan out (2^30 paths, 31 real folders)', async () => {
+    const files: Record<string, string> = {};
+    const links: Record<string, string> = {};
+    for (let i = 0; i <= 30; i++) {
+      files[`lib/l${i}/f${i}.yaml`] = '';
+      if (i < 30) {
+        links[`lib/l${i}/x`] = `../l${i + 1}`;
+        links[`lib/l${i}/y`] = `../l${i + 1}`;
+      }
+    }
+    const dir = repo(undefined, files, links);
+    expect(await list(dir)).toEqual(Array.from({ length: 31 }, (_, i) => `lib/l${i}/f${i}.yaml`).sort());
+  });
+
+  it('walks a linked folder inside the repository, and only lists one outside it', async () => {
+    const outside = repo(undefined, { 'x.yaml': '' });
+    const dir = repo('resources: ["tenants/**/*.yaml"]\n', { 'shared/s.yaml': '' }, { 'tenants/in': '../shared', 'tenants/out': outside });
+    expect(await list(dir)).toEqual(['tenants/in/s.yaml', 'tenants/out']);
+    const followed = await listResourceFiles(await resolveConfig({ cwd: dir, env: { DUS_FOLLOW_EXTERNAL_SYMLINKS: '1' } }));
+    expect(followed).toEqual(['tenants/in/s.yaml', 'tenants/out/x.yaml']);
+  });
+
+  it('lists dangling links in reach of the globs, not those a negated glob excludes or no glob reaches', async () => {
+    const dir = repo('resources: ["tenants/**/*.yaml", "!tenants/old/**"]\n', { 'tenants/a.yaml': '' }, {
+      'tenants/gone.yaml': 'nowhere.yaml', 'tenants/gone-folder': 'nowhere', 'tenants/old/gone.yaml': 'nowhere.yaml', 'docs/gone': 'nowhere',
+    });
+    expect(await list(dir)).toEqual(['tenants/a.yaml', 'tenants/gone-folder', 'tenants/gone.yaml']);
+  });
+
+  it('walks only as deep as a glob without ** can match', async () => {
+    const dir = repo('resources: ["tenants/*.yaml", "single/x.yaml"]\n', { 'tenants/a.yaml': '', 'tenants/deep/b.yaml': '', 'single/x.yaml': '', 'single/y.yaml': '' }, { 'tenants/deep/gone': 'nowhere' });
+    expect(await list(dir)).toEqual(['single/x.yaml', 'tenants/a.yaml']);
+  });
+
+  it('a folder of resources that is itself a link out of the repository is reported, not walked', async () => {
+    const outside = repo(undefined, { 'x.yaml': '' });
+    const dir = repo('resources: ["tenants/**/*.yaml"]\n', {}, { tenants: outside });
+    expect(await list(dir)).toEqual(['tenants']);
+    const { issues } = await loadDesiredState(await resolveConfig({ cwd: dir, env: {} }));
+    expect(issues.map((i) => i.message)).toEqual([expect.stringMatching(/^this symbolic link points to the folder .* outside the repository folder .*--follow-external-symlinks/)]);
+  });
+
+  it('a repository reached through a link (git-sync swaps one) is read as usual', async () => {
+    const real = repo('default_tenant: acme\n', { 'tenants/f.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: {}\nspec: { id: 1, phases: [] }\n' });
+    const current = join(tmp, `current-${n++}`);
+    symlinkSync(real, current);
+    const config = await resolveConfig({ cwd: current, env: {} });
+    expect(await listResourceFiles(config)).toEqual(['tenants/f.yaml']);
+    const { issues, desired } = await loadDesiredState(config);
+    expect(issues).toEqual([]);
+    expect(desired.actions).toHaveLength(1);
+  });
+});
