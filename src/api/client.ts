@@ -9,7 +9,7 @@ import { ApiError, UserError } from '../errors.js';
 import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
 import { redact, registerSecret } from '../redact.js';
 import { VERSION } from '../version.js';
-import { httpError, malformedError } from './errors.js';
+import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
 import { backoffDelay, classifyNetworkError, parseRetryAfter, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
 import type { ApiClientOptions, TenantClient } from './types.js';
@@ -235,10 +235,10 @@ function nextUrl(base: BaseUrl, current: URL, next: string | null | undefined, c
   try {
     url = new URL(next, current);
   } catch {
-    throw malformedError(endpointOf(call), `next is not a URL: ${JSON.stringify(next)}`, 200);
+    throw malformedError(endpointOf(call), `next is not a URL: ${cutText(JSON.stringify(next))}`, 200);
   }
   if (url.origin !== base.origin) {
-    throw new ApiError(redact(`refusing to follow the next link of ${endpointOf(call)} to ${url.origin}: it is not the API's origin ${base.origin}, and the API key must not be sent there`), { endpoint: endpointOf(call), retryable: false });
+    throw new ApiError(redact(`refusing to follow the next link of ${endpointOf(call)} to ${cutText(url.origin)}: it is not the API's origin ${base.origin}, and the API key must not be sent there`), { endpoint: endpointOf(call), retryable: false });
   }
   return url;
 }
