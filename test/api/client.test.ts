@@ -1,4 +1,5 @@
 // The client against undici's MockAgent: no network, a fake clock, one fixture per failure mode.
+import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Dispatcher, MockAgent } from 'undici';
 import { createApiClient } from '../../src/api/client.js';
@@ -231,7 +232,7 @@ describe('retries', () => {
         const status = answer429 ? 429 : 200;
         answer429 = false;
         const text = status === 200 ? JSON.stringify(ACTION) : '';
-        return { statusCode: status, headers: { 'retry-after': '0' }, body: { text: async () => text } };
+        return { statusCode: status, headers: { 'retry-after': '0' }, body: Readable.from([Buffer.from(text)]) };
       },
     } as unknown as Dispatcher;
     const { client } = clientFor(agent, { concurrency: 4, dispatcher: fake });
