@@ -10,6 +10,14 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
+/** A repeatable option limited to some values (Option.choices alone keeps only the last one). */
+function collectChoice(choices: readonly string[], name: string) {
+  return (value: string, previous: string[] = []): string[] => {
+    if (!choices.includes(value)) throw new InvalidArgumentError(`${name} takes one of ${choices.join(', ')}.`);
+    return [...previous, value];
+  };
+}
+
 function int(name: string) {
   return (value: string): number => {
     const n = Number(value);
@@ -131,7 +139,12 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--rate-limit <n/s>', 'answer 429 with Retry-After above this many requests a second')
     .option('--drop-after-commit-rate <r>', 'store this share of append_phase requests, then drop the connection', parseFloat, 0)
     .option('--fault-seed <n>', 'seed of the fault generator (deterministic faults)', int('--fault-seed'), 1)
-    .addHelpText('after', '\nExample:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2')
+    .addOption(new Option('--hostile <mode>', 'answer as a hostile server: a huge body, an endless one, one dripped a byte at a time, or an error echoing the key').choices(['huge', 'endless', 'drip', 'echo']))
+    .option('--hostile-route <route>', 'only this route answers so: bundles, bundle, action, firmware or append (repeatable; default: every route)', collectChoice(['bundles', 'bundle', 'action', 'firmware', 'append'], '--hostile-route'))
+    .option('--hostile-size <size>', 'huge: bytes of padding, e.g. 200MiB (the default) or 5MB')
+    .option('--hostile-interval <ms>', 'drip: milliseconds between two bytes', int('--hostile-interval'), 1000)
+    .option('--hostile-status <code>', 'answer with this status instead of the route\'s own (echo: 400 by default; huge with 400 or more pads the detail)', int('--hostile-status'))
+    .addHelpText('after', '\nExamples:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --hostile drip --hostile-route action --hostile-interval 500')
     .action(lazy(() => import('./emulator.js')));
 
   program.command('schema')

@@ -1,14 +1,17 @@
 // The client's bounds on an answer: a size cap read while streaming, and one deadline for headers
-// and body. MockAgent for the shapes of answers; a raw server on 127.0.0.1 for the deadline.
+// and body. MockAgent for the shapes of answers; the emulator's hostile modes over real HTTP on
+// 127.0.0.1 for what only a socket shows (drip, endless).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MockAgent } from 'undici';
-import { createApiClient } from '../../src/api/client.js';
+import { createApiClient, type ApiClient, type CreateApiClientOptions } from '../../src/api/client.js';
 import { MAX_DETAIL_CHARS } from '../../src/api/errors.js';
 import {
   checkedMaxResponseSize, checkedRequestTimeout, formatSize, MAX_RESPONSE_BYTES, parseSize, parseTimeout, REQUEST_TIMEOUT_MS,
 } from '../../src/api/limits.js';
+import { startEmulator, type HostileSettings, type RunningEmulator } from '../../src/emulator/index.js';
 import { ApiError, UserError } from '../../src/errors.js';
 import { ACTION, BASE, JSON_HEADERS, KEY, clientFor, mockAgent } from './helpers.js';
 
@@ -141,5 +144,71 @@ describe('the deadline (a raw server on 127.0.0.1)', () => {
       expect(err.retryable).toBe(true);
       expect(Date.now() - started).toBeLessThan(10_000);
     }
+  });
+});
+
+describe('hostile answers over real HTTP (emulator)', () => {
+  const open: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    for (const o of open.splice(0).reverse()) await o.close();
+  });
+
+  async function hostile(h: HostileSettings): Promise<RunningEmulator> {
+    const emu = await startEmulator({
+      seed: { tenants: { acme: { api_key: KEY, bundles: [], actions: [{ id: 42, phases: [{ name: 'canary' }] }] } } },
+      faults: { hostile: h },
+    });
+    open.push(emu);
+    return emu;
+  }
+
+  function client(url: string, opts: Partial<CreateApiClientOptions> = {}): ApiClient {
+    const c = createApiClient({
+      baseUrl: url, keys: new Map([['acme', KEY]]), random: () => 0,
+      clock: { now: () => Date.now(), sleep: (ms, signal) => sleep(Math.min(ms, 20), undefined, signal ? { signal } : {}) },
+      ...opts,
+    });
+    open.push(c);
+    return c;
+  }
+
+  it('a dripping answer ends at the deadline, is retried (a GET is safe), then named', async () => {
+    const emu = await hostile({ mode: 'drip', intervalMs: 100, routes: ['action'] });
+    const started = Date.now();
+    const err = await failure(client(emu.url, { requestTimeoutMs: 300, maxRetries: 1 }).tenant('acme').getAction(42));
+    expect(err.message).toMatch(/^could not complete GET \/api\/v1\/actions\/42 for tenant acme at 127\.0\.0\.1:\d+: no complete answer within 300 ms \(--request-timeout, 2 tries\)$/);
+    expect(err.retryable).toBe(true);
+    expect(emu.stats.byRoute['GET /actions/{id}']).toBe(2);
+    // Two tries of 300 ms; a drip of the whole action would take many seconds.
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('a dripping append is not re-sent: its outcome is unknown, and it did land', async () => {
+    const emu = await hostile({ mode: 'drip', intervalMs: 100, routes: ['append'] });
+    const err = await failure(client(emu.url, { requestTimeoutMs: 300 }).tenant('acme').appendPhase(42, PHASE));
+    expect(err.details.outcome).toBe('unknown');
+    expect(err.message).toBe('the outcome of POST /api/v1/actions/42/append_phase for tenant acme is unknown: no complete answer within 300 ms (--request-timeout)');
+    expect(emu.stats.byRoute['POST /actions/{id}/append_phase']).toBe(1);
+    expect(emu.store.getAction('acme', 42)!.phases.map((p) => p.name)).toEqual(['canary', 'wave']);
+  });
+
+  it('a dripping error answer keeps its status: an append refused with 404 was not applied', async () => {
+    const emu = await hostile({ mode: 'drip', intervalMs: 100, routes: ['append'] });
+    const err = await failure(client(emu.url, { requestTimeoutMs: 300 }).tenant('acme').appendPhase(7, PHASE));
+    expect(err.status).toBe(404);
+    expect(err.details.outcome).toBe('not-sent');
+  });
+
+  it('an endless answer is cut at the cap', async () => {
+    const emu = await hostile({ mode: 'endless', routes: ['bundles'] });
+    const err = await failure(client(emu.url, { maxResponseBytes: 256 * 1024 }).tenant('acme').listBundles());
+    expect(err.message).toMatch(/^could not complete GET \/api\/v1\/firmware-bundles for tenant acme at 127\.0\.0\.1:\d+: the answer is larger than 256 KiB, so it was not read further \(--max-response-size\)$/);
+  });
+
+  it('a caller\'s abort during a dripping body is the caller\'s, not a deadline', async () => {
+    const emu = await hostile({ mode: 'drip', intervalMs: 100, routes: ['action'] });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new Error('stopped by the user')), 200);
+    await expect(client(emu.url, { requestTimeoutMs: 5000 }).tenant('acme').getAction(42, ac.signal)).rejects.toThrow('stopped by the user');
   });
 });
