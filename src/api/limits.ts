@@ -2,6 +2,7 @@
 // or broken server from holding the process (and the apply lock) with an enormous, endless or
 // dripping body. Parsing and bounds live here so that flags and dus-sync.yaml agree.
 import { UserError } from '../errors.js';
+import type { ApiLimits, ResolvedConfig } from '../model/index.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -84,3 +85,12 @@ export function checkedRequestTimeout(text: string, where: string): number {
   return ms;
 }
 
+/** Flags over dus-sync.yaml's api.*; what neither sets is left to the client's defaults. */
+export function effectiveLimits(config: ResolvedConfig, flags: ApiLimits | undefined): ApiLimits {
+  const maxResponseBytes = flags?.maxResponseBytes ?? config.api?.maxResponseBytes;
+  const requestTimeoutMs = flags?.requestTimeoutMs ?? config.api?.requestTimeoutMs;
+  return {
+    ...(maxResponseBytes !== undefined ? { maxResponseBytes } : {}),
+    ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+  };
+}

@@ -1,6 +1,6 @@
 // What every command shares: the global options, colours, the stderr logger.
 import { styleText } from 'node:util';
-import type { Logger } from '../model/index.js';
+import type { ApiLimits, Logger } from '../model/index.js';
 import { redact } from '../redact.js';
 
 export interface GlobalOptions {
@@ -10,8 +10,20 @@ export interface GlobalOptions {
   selector?: string[];
   insecureHttp?: boolean;
   caFile?: string;
+  /** --max-response-size, in bytes (already bounded). */
+  maxResponseSize?: number;
+  /** --request-timeout, in milliseconds (already bounded). */
+  requestTimeout?: number;
   color?: boolean;
   debug?: boolean;
+}
+
+/** The response bounds the flags set; the config's api.* fill in what they leave out. */
+export function apiLimitFlags(globals: GlobalOptions): ApiLimits {
+  return {
+    ...(globals.maxResponseSize !== undefined ? { maxResponseBytes: globals.maxResponseSize } : {}),
+    ...(globals.requestTimeout !== undefined ? { requestTimeoutMs: globals.requestTimeout } : {}),
+  };
 }
 
 /** Colours only on a TTY, never with --no-color or NO_COLOR (https://no-color.org). */

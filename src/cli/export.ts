@@ -6,13 +6,14 @@ import { lstat, mkdir, readdir, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
 import { indexFirmwares } from '../api/fetch-live.js';
+import { effectiveLimits } from '../api/limits.js';
 import { exportFiles, type ExportedFile } from '../core/export.js';
 import { UserError } from '../errors.js';
 import { readApiKeys } from '../load/keys.js';
 import type { Action, Logger } from '../model/index.js';
 import { VERSION } from '../version.js';
 import { setup, writeFileAtomic } from './common.js';
-import type { GlobalOptions } from './context.js';
+import { apiLimitFlags, type GlobalOptions } from './context.js';
 
 export const SCHEMA_URL = 'https://dus-sync.dev/schemas/v1/resource.schema.json';
 
@@ -101,6 +102,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     keys,
     ...(globals.insecureHttp ? { insecureHttp: true } : {}),
     ...(globals.caFile ? { caFile: globals.caFile } : {}),
+    ...effectiveLimits(config, apiLimitFlags(globals)),
     log,
   });
   try {

@@ -2,6 +2,7 @@
 // The CLI entry: commander wiring only. Each command lives in its own module, loaded when
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
@@ -15,6 +16,17 @@ function collectChoice(choices: readonly string[], name: string) {
   return (value: string, previous: string[] = []): string[] => {
     if (!choices.includes(value)) throw new InvalidArgumentError(`${name} takes one of ${choices.join(', ')}.`);
     return [...previous, value];
+  };
+}
+
+/** Flags parsed and bounded with the same words as the config keys (src/api/limits.ts). */
+function bounded(check: (text: string, where: string) => number, name: string) {
+  return (value: string): number => {
+    try {
+      return check(value, name);
+    } catch (err) {
+      throw new InvalidArgumentError(`${(err as Error).message}.`);
+    }
   };
 }
 
@@ -51,6 +63,8 @@ export function buildProgram(): Command {
     .option('-l, --selector <k=v>', 'only documents whose metadata.labels match (repeatable, all must match)', collect)
     .option('--insecure-http', 'allow http:// to a host that is not loopback')
     .option('--ca-file <file>', 'trust this PEM CA bundle as well (private CAs)')
+    .option('--max-response-size <size>', 'read at most this much of one API answer (default 32MiB; api.max_response_size)', bounded(checkedMaxResponseSize, '--max-response-size'))
+    .option('--request-timeout <duration>', 'deadline for the headers and whole body of one API request (default 60s; api.request_timeout)', bounded(checkedRequestTimeout, '--request-timeout'))
     .option('--no-color', 'no colours (NO_COLOR is honoured too)')
     .option('--debug', 'debug logs and stack traces on standard error')
     .showHelpAfterError('(run dus-sync --help for usage)')

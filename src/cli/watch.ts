@@ -12,7 +12,7 @@ import { systemClock } from '../agent/reconcile.js';
 import { installSignalHandlers, parseDuration } from '../agent/signals.js';
 import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
-import { parseSelector, useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const log = createLogger({ debug: globals.debug === true, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
@@ -47,6 +47,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     journal: typeof opts.journal === 'string' ? opts.journal : undefined,
     insecureHttp: globals.insecureHttp,
     caFile: globals.caFile,
+    limits: apiLimitFlags(globals),
     log,
     clock: systemClock,
     onRequest: metrics.onApiRequest,

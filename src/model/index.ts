@@ -69,8 +69,15 @@ export interface ResolvedConfig {
   /** watch.interval in milliseconds (default 5 minutes). */
   readonly watchIntervalMs: number;
   readonly suspend: boolean;
+  /** api.max_response_size and api.request_timeout, read and bounded; flags override them. */
+  readonly api?: Readonly<ApiLimits>;
   /** The raw document, for tools that need to echo it. */
   readonly raw?: Readonly<Config>;
+}
+
+export interface ApiLimits {
+  readonly maxResponseBytes?: number;
+  readonly requestTimeoutMs?: number;
 }
 
 export interface SafetyLimits {
