@@ -3,11 +3,12 @@
 // files whose size or modification time changed, so a save in a large repo costs one file.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Clock, DesiredState, Logger, ResolvedConfig } from '../model/index.js';
+import type { ApiLimits, Clock, DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { ApiError, ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
+import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
 import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
 import {
@@ -28,6 +29,8 @@ export interface PassOptions {
   readonly settleWindowMs?: number;
   readonly insecureHttp?: boolean;
   readonly caFile?: string;
+  /** --max-response-size and --request-timeout; the config's api.* fills in the rest each pass. */
+  readonly limits?: ApiLimits;
   readonly log: Logger;
   readonly clock: Clock;
   readonly onRequest?: (e: RequestEvent) => void;
@@ -88,12 +91,13 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
   async function clientFor(config: ResolvedConfig, tenants: readonly string[]): Promise<ApiClient> {
     // Keys are read on every pass (a mounted secret may rotate); the connection pool is kept
     // while the URL and the tenants stay the same.
-    const key = `${config.baseUrl ?? ''}|${tenants.join(',')}`;
+    const limits = effectiveLimits(config, opts.limits);
+    const key = `${config.baseUrl ?? ''}|${tenants.join(',')}|${limits.maxResponseBytes ?? ''}|${limits.requestTimeoutMs ?? ''}`;
     if (client && client.key === key) return client.api;
     await client?.api.close();
     const api = await connect(config, tenants, {
       env: opts.env, log: opts.log, insecureHttp: opts.insecureHttp, caFile: opts.caFile,
-      concurrency: opts.concurrency, onRequest: opts.onRequest,
+      concurrency: opts.concurrency, limits, onRequest: opts.onRequest,
     });
     client = { key, api };
     return api;

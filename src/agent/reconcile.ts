@@ -4,12 +4,13 @@
 // while applying (the plan is built first, then acted on).
 import { dirname, join, resolve } from 'node:path';
 import type {
-  ApplyReport, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
+  ApiLimits, ApplyReport, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
 } from '../model/index.js';
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
 import { loadDesiredState, type LoadFilter, type LoadResult } from '../load/index.js';
 import { readApiKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type RequestEvent } from '../api/client.js';
+import { effectiveLimits } from '../api/limits.js';
 import { fetchLive } from '../api/fetch-live.js';
 import { plan as computePlan } from '../core/plan.js';
 import { checkSafety } from '../core/safety.js';
@@ -24,6 +25,8 @@ export interface ConnectOptions {
   readonly insecureHttp?: boolean;
   readonly caFile?: string;
   readonly concurrency?: number;
+  /** From the flags; each one left out comes from the config's api.* or the client's default. */
+  readonly limits?: ApiLimits;
   readonly onRequest?: (e: RequestEvent) => void;
 }
 
@@ -54,6 +57,7 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
     insecureHttp: opts.insecureHttp,
     caFile: opts.caFile,
     concurrency: opts.concurrency,
+    ...effectiveLimits(config, opts.limits),
     log: opts.log,
     onRequest: opts.onRequest,
   });

@@ -1,6 +1,7 @@
 // The undici client of the Device Update Service API: one keep-alive Agent, both headers on
 // every request, retries for what can succeed on retry, AIMD concurrency per tenant,
-// DRF pagination that never leaves the base URL's origin, and every answer validated.
+// DRF pagination that never leaves the base URL's origin, every answer bounded in size and
+// time, and every answer validated.
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { setTimeout as sleepFor } from 'node:timers/promises';
@@ -9,9 +10,10 @@ import { ApiError, UserError } from '../errors.js';
 import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
 import { redact, registerSecret } from '../redact.js';
 import { VERSION } from '../version.js';
-import { httpError, malformedError } from './errors.js';
+import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
-import { backoffDelay, classifyNetworkError, parseRetryAfter, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
+import { ERROR_BODY_BYTES, formatDuration, formatSize, MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_MS } from './limits.js';
+import { backoffDelay, classifyNetworkError, parseRetryAfter, ResponseLimitError, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
 import type { ApiClientOptions, TenantClient } from './types.js';
 import { apiPath, parseBaseUrl, segment, type BaseUrl } from './url.js';
 import { firstProblem, type ResponseShape } from './validate.js';
@@ -42,7 +44,6 @@ export type CreateApiClientOptions = ApiClientOptions & {
 };
 
 export const DEFAULTS = {
-  timeoutMs: 30_000,
   connectTimeoutMs: 10_000,
   maxRetries: 5,
   concurrency: 8,
@@ -84,6 +85,8 @@ interface Context {
   readonly maxRetries: number;
   readonly retryBudgetMs: number;
   readonly userAgent: string;
+  readonly maxResponseBytes: number;
+  readonly requestTimeoutMs: number;
 }
 
 const systemClock: Clock = {
@@ -105,6 +108,8 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
     maxRetries: opts.maxRetries ?? DEFAULTS.maxRetries,
     retryBudgetMs: opts.retryBudgetMs ?? DEFAULTS.retryBudgetMs,
     userAgent: opts.userAgent ?? `dus-sync/${VERSION}`,
+    maxResponseBytes: opts.maxResponseBytes ?? MAX_RESPONSE_BYTES.default,
+    requestTimeoutMs: opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS.default,
   };
   const concurrency = opts.concurrency ?? DEFAULTS.concurrency;
   const tenants = new Map<string, TenantClient>();
@@ -128,7 +133,10 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
 }
 
 function buildAgent(opts: ApiClientOptions): Agent {
-  const timeout = opts.timeoutMs ?? DEFAULTS.timeoutMs;
+  // undici's own timeouts wait for the first byte and between chunks (each chunk restarts the
+  // body timer, so a drip never trips it); the request deadline in transmit() bounds the whole
+  // answer and fires first. These stay as a backstop at the same length.
+  const timeout = opts.timeoutMs ?? opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS.default;
   const ca = opts.caFile ? trustedCas(opts.caFile) : undefined;
   return new Agent({
     // Below the 5 s idle timeout of common servers (Node, gunicorn) when they send no Keep-Alive hint,
@@ -270,10 +278,10 @@ function nextUrl(base: BaseUrl, current: URL, next: string | null | undefined, c
   try {
     url = new URL(next, current);
   } catch {
-    throw malformedError(endpointOf(call), `next is not a URL: ${JSON.stringify(next)}`, 200);
+    throw malformedError(endpointOf(call), `next is not a URL: ${cutText(JSON.stringify(next))}`, 200);
   }
   if (url.origin !== base.origin) {
-    throw new ApiError(redact(`refusing to follow the next link of ${endpointOf(call)} to ${url.origin}: it is not the API's origin ${base.origin}, and the API key must not be sent there`), { endpoint: endpointOf(call), retryable: false });
+    throw new ApiError(redact(`refusing to follow the next link of ${endpointOf(call)} to ${cutText(url.origin)}: it is not the API's origin ${base.origin}, and the API key must not be sent there`), { endpoint: endpointOf(call), retryable: false });
   }
   return url;
 }
@@ -362,16 +370,74 @@ async function transmit(ctx: Context, tenant: string, key: string, call: Call, s
     'user-agent': ctx.userAgent,
   };
   if (call.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await ctx.dispatcher.request({
-    origin: ctx.base.origin,
-    path: call.path,
-    method: call.method,
-    headers,
-    ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
-    ...(signal ? { signal } : {}),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, text, retryAfter: res.headers['retry-after'] };
+  // One deadline for the headers and the whole body: undici's body timeout restarts on every
+  // chunk, so a server dripping a byte a second would otherwise be read for ever (holding the
+  // apply lock). Aborting destroys the body, which ends the read below.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new ResponseLimitError('DUS_REQUEST_DEADLINE',
+    `no complete answer within ${formatDuration(ctx.requestTimeoutMs)}`, '--request-timeout')), ctx.requestTimeoutMs);
+  const stop = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+  try {
+    const res = await ctx.dispatcher.request({
+      origin: ctx.base.origin,
+      path: call.path,
+      method: call.method,
+      headers,
+      ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
+      signal: stop,
+    });
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    const tooLarge = () => new ResponseLimitError('DUS_RESPONSE_TOO_LARGE',
+      `the answer is larger than ${formatSize(ctx.maxResponseBytes)}, so it was not read further`, '--max-response-size');
+    if (ok && Number(res.headers['content-length']) > ctx.maxResponseBytes) {
+      res.body.destroy();
+      throw tooLarge();
+    }
+    // An error answer is read only as far as its message could be shown: its status decides
+    // what happens, so a cut (or late) error body still gives a known status.
+    const body = ok
+      ? await readCapped(res.body, ctx.maxResponseBytes)
+      : await readCapped(res.body, Math.min(ctx.maxResponseBytes, ERROR_BODY_BYTES), () => deadline.signal.aborted && !signal?.aborted);
+    if (ok && body.cut) throw tooLarge();
+    return { status: res.statusCode, text: body.text(), retryAfter: res.headers['retry-after'] };
+  } catch (err) {
+    if (deadline.signal.aborted && !signal?.aborted) throw deadline.signal.reason as Error;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Reads a body up to `limit` bytes and stops there (the rest is never read: the connection is
+ * closed). `cut` says whether the text is only the beginning. When `keepPartial` says so, a
+ * read that fails part way gives what had arrived instead of the error.
+ */
+async function readCapped(body: Dispatcher.ResponseData['body'], limit: number, keepPartial?: () => boolean): Promise<{ text: () => string; cut: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // The text is made only when it is wanted: an answer cut at the cap is dropped, not decoded.
+  const text = () => decode(chunks);
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (size + chunk.length > limit) {
+        chunks.push(chunk.subarray(0, limit - size));
+        body.destroy();
+        return { text, cut: true };
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    }
+  } catch (err) {
+    if (keepPartial?.()) return { text, cut: true };
+    throw err;
+  }
+  return { text, cut: false };
+}
+
+/** UTF-8 as undici's body.text() decodes it (a leading BOM dropped). */
+function decode(chunks: Buffer[]): string {
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
 function networkError(ctx: Context, tenant: string, call: Call, failure: NetworkFailure, attempts: number): ApiError {
@@ -379,12 +445,14 @@ function networkError(ctx: Context, tenant: string, call: Call, failure: Network
   const tries = attempts > 1 ? `, ${attempts} tries` : '';
   if (!call.idempotent) {
     const outcome = failure.sent ? 'unknown' : 'not-sent';
-    const message = failure.sent
-      ? `the outcome of ${endpoint} for tenant ${tenant} is unknown: ${failure.description} after the request was sent (${failure.code})`
-      : `${endpoint} for tenant ${tenant} was not sent: ${failure.description} (${failure.code}, ${ctx.base.host})`;
+    const message = failure.flag
+      ? `the outcome of ${endpoint} for tenant ${tenant} is unknown: ${failure.description} (${failure.flag})`
+      : failure.sent
+        ? `the outcome of ${endpoint} for tenant ${tenant} is unknown: ${failure.description} after the request was sent (${failure.code})`
+        : `${endpoint} for tenant ${tenant} was not sent: ${failure.description} (${failure.code}, ${ctx.base.host})`;
     return new ApiError(redact(message), { retryable: false, endpoint, outcome });
   }
-  return new ApiError(redact(`could not complete ${endpoint} for tenant ${tenant} at ${ctx.base.host}: ${failure.description} (${failure.code}${tries})`), {
+  return new ApiError(redact(`could not complete ${endpoint} for tenant ${tenant} at ${ctx.base.host}: ${failure.description} (${failure.flag ?? failure.code}${tries})`), {
     retryable: failure.retryable,
     endpoint,
   });

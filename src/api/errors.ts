@@ -1,8 +1,14 @@
 // HTTP failures in words: one sentence per status class, the body as the API gave it.
 import { ApiError } from '../errors.js';
-import { redact, redactValue } from '../redact.js';
+import { redact } from '../redact.js';
 
-const MAX_DETAIL_CHARS = 500;
+/** What an error shows of a server's words; the rest is cut (a 20 MB detail is not a log line). */
+export const MAX_DETAIL_CHARS = 500;
+
+/** The first `max` characters, with "…" when something was cut. */
+export function cutText(text: string, max = MAX_DETAIL_CHARS): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
 
 export interface HttpFailure {
   readonly tenant: string;
@@ -14,17 +20,58 @@ export interface HttpFailure {
   readonly attempts: number;
 }
 
-/** The body as the API gave it: a parsed JSON value when it is JSON, the text otherwise. */
+/**
+ * The body as the API gave it, redacted and cut: a parsed JSON value when it is JSON (its
+ * strings, keys and entries cut to MAX_DETAIL_CHARS in all), the text otherwise. Every string
+ * is redacted before it is cut: a key cut in two at the limit would no longer match, and its
+ * first half would be shown.
+ */
 export function errorBody(text: string): unknown {
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch {
-    // Redact before cutting: a key cut in two at the limit would no longer match, and its
-    // first half would be shown.
-    const clean = redact(text);
-    return clean.length > MAX_DETAIL_CHARS ? `${clean.slice(0, MAX_DETAIL_CHARS)}…` : clean;
+    return cutText(redact(text));
   }
+  return cutValue(value, { left: MAX_DETAIL_CHARS });
+}
+
+/**
+ * A redacted copy of a JSON value that spends at most `budget.left` characters on strings and
+ * keys, and one per entry, so that neither a long string nor thousands of entries nor deep
+ * nesting gets through whole (JSON.parse takes 100,000 levels; a recursive walk of them would
+ * overflow the stack, this one stops within the budget). What is left out is marked "…".
+ */
+function cutValue(value: unknown, budget: { left: number }): unknown {
+  if (typeof value === 'string') {
+    const clean = redact(value);
+    const out = cutText(clean, Math.max(0, budget.left));
+    budget.left -= Math.min(clean.length, budget.left);
+    return out;
+  }
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const item of value) {
+      if (budget.left <= 0) { out.push('…'); break; }
+      budget.left -= 1;
+      out.push(cutValue(item, budget));
+    }
+    return out;
+  }
+  if (typeof value === 'object' && value !== null) {
+    const out: Array<[string, unknown]> = [];
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      if (budget.left <= 0) { out.push(['…', '…']); break; }
+      budget.left -= 1;
+      const key = cutValue(k, budget) as string;
+      out.push([key, cutValue(v, budget)]);
+    }
+    // fromEntries defines own properties: a "__proto__" key from the server stays a key.
+    return Object.fromEntries(out);
+  }
+  budget.left -= 1;
+  return value;
 }
 
 /** {"detail": "x"} → "x"; {"field": ["a", "b"]} → "field: a b"; anything else compactly. */
@@ -64,8 +111,8 @@ function tries(f: HttpFailure): string {
 }
 
 export function httpError(f: HttpFailure): ApiError {
-  const detail = redactValue(errorBody(f.bodyText));
-  const text = describeBody(detail);
+  const detail = errorBody(f.bodyText);
+  const text = cutText(describeBody(detail));
   const message = redact(text === '' ? `${headline(f)}.` : `${headline(f)}: ${text}`);
   return new ApiError(message, {
     status: f.status,
@@ -77,5 +124,5 @@ export function httpError(f: HttpFailure): ApiError {
 }
 
 export function malformedError(endpoint: string, problem: string, status: number): ApiError {
-  return new ApiError(redact(`malformed response from ${endpoint}: ${problem}`), { status, retryable: false, endpoint });
+  return new ApiError(`malformed response from ${endpoint}: ${cutText(redact(problem))}`, { status, retryable: false, endpoint });
 }

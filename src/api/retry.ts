@@ -39,6 +39,8 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
 
 export type NetworkFailure = {
   readonly code: string;
+  /** For the client's own bounds (size, deadline): the flag that sets it, shown instead of the code. */
+  readonly flag?: string;
   /** Certainly not sent: nothing reached the server (refused, DNS, connect timeout, TLS). */
   readonly sent: boolean;
   readonly retryable: boolean;
@@ -76,8 +78,23 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * The client stopped reading an answer at one of its bounds: too large (the same answer would
+ * come again, so not worth another try) or past the request's deadline (a slow server or
+ * network may be faster next time, so worth one for idempotent requests).
+ */
+export class ResponseLimitError extends Error {
+  constructor(readonly code: 'DUS_RESPONSE_TOO_LARGE' | 'DUS_REQUEST_DEADLINE', description: string, readonly flag: string) {
+    super(description);
+    this.name = 'ResponseLimitError';
+  }
+}
+
 /** Classify a thrown transport error. TLS failures are never retried and never sent. */
 export function classifyNetworkError(err: unknown): NetworkFailure {
+  if (err instanceof ResponseLimitError) {
+    return { code: err.code, flag: err.flag, sent: true, retryable: err.code === 'DUS_REQUEST_DEADLINE', description: err.message };
+  }
   const code = errorCode(err) ?? 'UNKNOWN';
   if (code in NOT_SENT) {
     return { code, sent: false, retryable: !NOT_RETRYABLE_NOT_SENT.has(code), description: NOT_SENT[code]! };

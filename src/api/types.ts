@@ -26,7 +26,12 @@ export interface ApiClientOptions {
   readonly keys: ReadonlyMap<string, string>;
   readonly insecureHttp?: boolean;
   readonly caFile?: string;
+  /** undici's idle timeouts (first byte, between chunks); default: the request deadline. */
   readonly timeoutMs?: number;
+  /** Bytes of one answer at most (default 32 MiB, see limits.ts); more is an error, not read. */
+  readonly maxResponseBytes?: number;
+  /** Headers and whole body of one try must arrive within this (default 60 s, see limits.ts). */
+  readonly requestTimeoutMs?: number;
   readonly maxRetries?: number;
   /** Starting (and maximum) number of requests in flight per tenant. */
   readonly concurrency?: number;

@@ -13,7 +13,7 @@ import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
 import { describeChange } from '../core/render/describe.js';
-import { useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 
 interface ApplyFlags {
@@ -40,7 +40,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
 
   const desired = await loadOrThrow(config, filter);
   const client = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals),
   });
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
@@ -65,7 +65,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
   const saved = await readSavedPlan(path);
   const desired = desiredFromFingerprints(saved);
   const client: ApiClient = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals),
   });
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {

@@ -1,6 +1,6 @@
 // What every command shares: the global options, colours, the stderr logger.
 import { styleText } from 'node:util';
-import type { Logger } from '../model/index.js';
+import type { ApiLimits, Logger } from '../model/index.js';
 import { redact } from '../redact.js';
 
 export interface GlobalOptions {
@@ -10,6 +10,10 @@ export interface GlobalOptions {
   selector?: string[];
   insecureHttp?: boolean;
   caFile?: string;
+  /** --max-response-size, in bytes (already bounded). */
+  maxResponseSize?: number;
+  /** --request-timeout, in milliseconds (already bounded). */
+  requestTimeout?: number;
   color?: boolean;
   debug?: boolean;
   /** Bytes, already checked against its range. */
@@ -28,6 +32,14 @@ export function configEnv(globals: GlobalOptions, env: NodeJS.ProcessEnv = proce
     ...env,
     ...(globals.maxFileSize !== undefined ? { DUS_MAX_FILE_SIZE: String(globals.maxFileSize) } : {}),
     ...(globals.followExternalSymlinks === true ? { DUS_FOLLOW_EXTERNAL_SYMLINKS: '1' } : {}),
+  };
+}
+
+/** The response bounds the flags set; the config's api.* fill in what they leave out. */
+export function apiLimitFlags(globals: GlobalOptions): ApiLimits {
+  return {
+    ...(globals.maxResponseSize !== undefined ? { maxResponseBytes: globals.maxResponseSize } : {}),
+    ...(globals.requestTimeout !== undefined ? { requestTimeoutMs: globals.requestTimeout } : {}),
   };
 }
 

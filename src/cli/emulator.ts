@@ -3,7 +3,8 @@
 import { existsSync } from 'node:fs';
 import { UserError } from '../errors.js';
 import { startEmulator } from '../emulator/index.js';
-import type { FaultSettings } from '../emulator/index.js';
+import type { FaultSettings, HostileMode, HostileRoute, HostileSettings } from '../emulator/index.js';
+import { parseSize } from '../api/limits.js';
 import type { GlobalOptions } from './context.js';
 
 function rate(name: string, value: unknown): number {
@@ -21,6 +22,7 @@ export function parseRateLimit(value: unknown): number {
 }
 
 function faultsFrom(opts: Record<string, unknown>): FaultSettings {
+  const hostile = hostileFrom(opts);
   return {
     latencyMs: Number(opts.latency ?? 0),
     failRate: rate('--fail-rate', opts.failRate),
@@ -31,6 +33,33 @@ function faultsFrom(opts: Record<string, unknown>): FaultSettings {
     raceAppendEvery: Number(opts.raceAppendEvery ?? 0),
     wrongAction: parseWrongAction(opts.wrongAction),
     seed: Number(opts.faultSeed ?? 1),
+    ...(hostile ? { hostile } : {}),
+  };
+}
+
+/** --hostile and its companions; the companions alone are a mistake worth a sentence. */
+export function hostileFrom(opts: Record<string, unknown>): HostileSettings | undefined {
+  const mode = opts.hostile as HostileMode | undefined;
+  const companions = ['hostileRoute', 'hostileSize', 'hostileStatus'].filter((k) => opts[k] !== undefined);
+  if (mode === undefined) {
+    if (companions.length > 0) throw new UserError('--hostile-route, --hostile-size and --hostile-status need --hostile MODE (huge, endless, drip or echo).');
+    return undefined;
+  }
+  let bytes: number | undefined;
+  if (typeof opts.hostileSize === 'string') {
+    bytes = parseSize(opts.hostileSize);
+    if (bytes === undefined) throw new UserError(`--hostile-size takes a size such as 200MiB, 5MB or 1048576 (bytes), not "${opts.hostileSize}".`);
+  }
+  const status = typeof opts.hostileStatus === 'number' ? opts.hostileStatus : undefined;
+  if (status !== undefined && (status < 200 || status > 599)) throw new UserError(`--hostile-status takes an HTTP status from 200 to 599, not ${status}.`);
+  const interval = typeof opts.hostileInterval === 'number' ? opts.hostileInterval : undefined;
+  if (interval !== undefined && interval < 1) throw new UserError('--hostile-interval takes at least 1 (millisecond).');
+  return {
+    mode,
+    ...(Array.isArray(opts.hostileRoute) ? { routes: opts.hostileRoute as HostileRoute[] } : {}),
+    ...(bytes !== undefined ? { bytes } : {}),
+    ...(interval !== undefined ? { intervalMs: interval } : {}),
+    ...(status !== undefined ? { status } : {}),
   };
 }
 

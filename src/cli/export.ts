@@ -7,13 +7,14 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
 import { writeFileAtomic } from '../atomic-write.js';
 import { indexFirmwares } from '../api/fetch-live.js';
+import { effectiveLimits } from '../api/limits.js';
 import { exportFiles, type ExportedFile } from '../core/export.js';
 import { UserError } from '../errors.js';
 import { readApiKeys } from '../load/keys.js';
 import type { Action, Logger } from '../model/index.js';
 import { VERSION } from '../version.js';
 import { setup } from './common.js';
-import type { GlobalOptions } from './context.js';
+import { apiLimitFlags, type GlobalOptions } from './context.js';
 
 export const SCHEMA_URL = 'https://dus-sync.dev/schemas/v1/resource.schema.json';
 
@@ -108,6 +109,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     keys,
     ...(globals.insecureHttp ? { insecureHttp: true } : {}),
     ...(globals.caFile ? { caFile: globals.caFile } : {}),
+    ...effectiveLimits(config, apiLimitFlags(globals)),
     log,
   });
   try {

@@ -1,15 +1,35 @@
 #!/usr/bin/env node
 // The CLI entry: commander wiring only. Each command lives in its own module, loaded when
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { UserError } from '../errors.js';
-import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, WATCH_INTERVAL_MS, type Range, SETTLE_WINDOW_MS } from '../limits.js';
+import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
+import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
+}
+
+/** A repeatable option limited to some values (Option.choices alone keeps only the last one). */
+function collectChoice(choices: readonly string[], name: string) {
+  return (value: string, previous: string[] = []): string[] => {
+    if (!choices.includes(value)) throw new InvalidArgumentError(`${name} takes one of ${choices.join(', ')}.`);
+    return [...previous, value];
+  };
+}
+
+/** Flags parsed and bounded with the same words as the config keys (src/api/limits.ts). */
+function bounded(check: (text: string, where: string) => number, name: string) {
+  return (value: string): number => {
+    try {
+      return check(value, name);
+    } catch (err) {
+      throw new InvalidArgumentError(`${(err as Error).message}.`);
+    }
+  };
 }
 
 /**
@@ -53,6 +73,8 @@ export function buildProgram(): Command {
     .option('--ca-file <file>', 'trust this PEM CA bundle as well (private CAs)')
     .option('--max-file-size <size>', `refuse desired-state files larger than this, ${formatSize(MAX_FILE_SIZE.min)} to ${formatSize(MAX_FILE_SIZE.max)} (default ${formatSize(MAX_FILE_SIZE.default)}; env DUS_MAX_FILE_SIZE)`, ranged(checkSize, '--max-file-size', MAX_FILE_SIZE))
     .option('--follow-external-symlinks', 'read files through symbolic links that leave the config\'s folder (env DUS_FOLLOW_EXTERNAL_SYMLINKS=1)')
+    .option('--max-response-size <size>', 'read at most this much of one API answer (default 32MiB; api.max_response_size)', bounded(checkedMaxResponseSize, '--max-response-size'))
+    .option('--request-timeout <duration>', 'deadline for the headers and whole body of one API request (default 60s; api.request_timeout)', bounded(checkedRequestTimeout, '--request-timeout'))
     .option('--no-color', 'no colours (NO_COLOR is honoured too)')
     .option('--debug', 'debug logs and stack traces on standard error')
     .showHelpAfterError('(run dus-sync --help for usage)')
@@ -147,7 +169,12 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--wrong-action <asked=answered>', 'answer GET /actions/ASKED with action ANSWERED (repeatable)', collect)
     .option('--race-append-every <n>', 'every Nth append_phase finds the same phase appended by another actor just before it', count('--race-append-every', { min: 0, max: 1_000_000 }), 0)
     .option('--fault-seed <n>', 'seed of the fault generator (deterministic faults)', count('--fault-seed', { min: 0, max: 0xffff_ffff }), 1)
-    .addHelpText('after', '\nExample:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2')
+    .addOption(new Option('--hostile <mode>', 'answer as a hostile server: a huge body, an endless one, one dripped a byte at a time, or an error echoing the key').choices(['huge', 'endless', 'drip', 'echo']))
+    .option('--hostile-route <route>', 'only this route answers so: bundles, bundle, action, firmware or append (repeatable; default: every route)', collectChoice(['bundles', 'bundle', 'action', 'firmware', 'append'], '--hostile-route'))
+    .option('--hostile-size <size>', 'huge: bytes of padding, e.g. 200MiB (the default) or 5MB')
+    .option('--hostile-interval <ms>', 'drip: milliseconds between two bytes', count('--hostile-interval', { min: 1, max: 600_000 }), 1000)
+    .option('--hostile-status <code>', 'answer with this status instead of the route\'s own (echo: 400 by default; huge with 400 or more pads the detail)', count('--hostile-status', { min: 100, max: 599 }))
+    .addHelpText('after', '\nExamples:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --hostile drip --hostile-route action --hostile-interval 500')
     .action(lazy(() => import('./emulator.js')));
 
   program.command('schema')

@@ -8,7 +8,7 @@ import { renderJson } from '../core/render/json.js';
 import { renderMarkdown } from '../core/render/markdown.js';
 import { toSavedPlan } from '../apply/saved-plan.js';
 import { VERSION } from '../version.js';
-import { useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 
 interface PlanFlags {
@@ -49,7 +49,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const { config, filter, log } = await setup(globals);
   const desired = await loadOrThrow(config, filter);
   const client = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile,
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals),
   });
   try {
     const { live, plan } = await fetchAndPlan(client, desired, 8);

@@ -1,7 +1,7 @@
 // `dus-sync status`: live rollout status of the declared actions (reads only).
 import { connect, loadOrThrow } from '../agent/reconcile.js';
 import { renderStatusJson, renderStatusText, type ActionStatus } from '../core/render/status.js';
-import { useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
@@ -14,7 +14,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     process.stdout.write(format === 'json' ? '[]\n' : 'No actions are declared.\n');
     return 0;
   }
-  const client = await connect(config, tenants, { env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile });
+  const client = await connect(config, tenants, { env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals) });
   try {
     const statuses: ActionStatus[] = await Promise.all(actions.map(async (a) => ({
       tenant: a.tenant, id: a.id, declaredPhases: a.phases.length, live: await client.tenant(a.tenant).getAction(a.id),

@@ -12,7 +12,7 @@ import { systemClock } from '../agent/reconcile.js';
 import { installSignalHandlers } from '../agent/signals.js';
 import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
-import { configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const log = createLogger({ debug: globals.debug === true, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
@@ -50,6 +50,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     ...(typeof opts.settleWindow === 'number' ? { settleWindowMs: opts.settleWindow } : {}),
     insecureHttp: globals.insecureHttp,
     caFile: globals.caFile,
+    limits: apiLimitFlags(globals),
     log,
     clock: systemClock,
     onRequest: metrics.onApiRequest,

@@ -1,5 +1,6 @@
 // Fault injection that is the same on every run under the same seed: a small seeded PRNG per
 // fault kind (so switching one kind on does not shift the others), a token bucket per tenant.
+import type { HostileSettings } from './hostile.js';
 
 export interface FaultSettings {
   latencyMs: number;
@@ -31,6 +32,8 @@ export interface FaultSettings {
   raceAppendEvery?: number;
   /** Seed of the fault PRNGs. */
   seed: number;
+  /** Hostile answers (huge, endless, dripping, echoing the key) on some or all routes; see hostile.ts. */
+  hostile?: HostileSettings;
 }
 
 export const DEFAULT_FAULTS: FaultSettings = { latencyMs: 0, failRate: 0, rateLimit: 0, dropAfterCommitRate: 0, seed: 1 };

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { writeFileAtomic } from '../atomic-write.js';
 import { UserError } from '../errors.js';
 import { DEFAULT_FAULTS, FaultInjector } from './faults.js';
+import { echoBody, hostileFor, sendHostile } from './hostile.js';
 import type { FaultSettings } from './faults.js';
 import { pathText, SeedProblem, useSeedFile } from './seed.js';
 import type { Seed } from './seed.js';
@@ -17,6 +18,8 @@ import { checkFirmwarePatch, checkPhase } from './validate.js';
 
 export type { Seed, SeedTenant, SeedBundle, SeedFirmware, SeedAction, SeedPhase, SeedDependency } from './seed.js';
 export type { FaultSettings } from './faults.js';
+export { echoForms, HOSTILE_MODES, HOSTILE_ROUTES } from './hostile.js';
+export type { HostileMode, HostileRoute, HostileSettings } from './hostile.js';
 export { mulberry32 } from './faults.js';
 export { EmulatorStore, StoreError, derivedUuid } from './store.js';
 export type { ActionObject, BundleObject, FirmwareObject, PhaseObject, FirmwarePatch, Dependency } from './store.js';
@@ -160,9 +163,19 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
   if (typeof tenant === 'number') {
     return reply(res, tenant, { detail: tenant === 401 ? 'Invalid API key.' : 'You do not have permission to perform this action.' });
   }
-  const out = (status: number, body: unknown, headers?: Record<string, string>): Outcome => ({ ...reply(res, status, body, headers), tenant });
+  // From here on, a hostile mode for this route changes how every answer is sent.
+  const hostile = hostileFor(ctx.faults.hostile, route.name);
+  const respond: Respond = hostile
+    ? (status, body, headers) => sendHostile({ res, sleep: ctx.sleep }, hostile, status, body, headers)
+    : (status, body, headers) => send(res, status, body, headers);
+  const out = async (status: number, body: unknown, headers?: Record<string, string>): Promise<Outcome> => {
+    await respond(status, body, headers);
+    return { status: hostile?.mode === 'echo' ? status : hostile?.status ?? status, tenant };
+  };
   // Django answers HEAD wherever it answers GET (without a body; node:http drops it).
   if (method !== route.allow && !(method === 'HEAD' && route.allow === 'GET')) return out(405, { detail: `Method "${method}" not allowed.` }, { allow: route.allow });
+  // An echoing gateway answers for the server: nothing behind it runs.
+  if (hostile?.mode === 'echo') return out(hostile.status ?? 400, echoBody(header(req, 'x-service-api-key') ?? ''));
 
   const fault = ctx.injector.beforeRequest(tenant);
   switch (fault.kind) {
@@ -175,10 +188,12 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
     case 'bundles': return out(...listBundles(ctx, tenant, rawPath, q2));
     case 'bundle': return out(...getBundle(ctx, tenant, route.param!));
     case 'action': return out(...getAction(ctx, tenant, route.param!));
-    case 'firmware': return withBody(ctx, req, res, tenant, (body) => putFirmware(ctx, tenant, route.param!, body));
-    case 'append': return withBody(ctx, req, res, tenant, (body) => appendPhase(ctx, tenant, route.param!, body));
+    case 'firmware': return withBody(ctx, req, tenant, out, (body) => putFirmware(ctx, tenant, route.param!, body));
+    case 'append': return withBody(ctx, req, tenant, out, (body) => appendPhase(ctx, tenant, route.param!, body));
   }
 }
+
+type Respond = (status: number, body: unknown, headers?: Record<string, string>) => void | Promise<void>;
 
 function reply(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): Outcome {
   send(res, status, body, headers);
@@ -244,7 +259,7 @@ function getAction(ctx: Ctx, tenant: string, raw: string): Answer {
 
 type Write = { answer: Answer; committed: boolean; drop?: boolean };
 
-async function withBody(ctx: Ctx, req: IncomingMessage, res: ServerResponse, tenant: string, write: (body: unknown) => Write): Promise<Outcome> {
+async function withBody(ctx: Ctx, req: IncomingMessage, tenant: string, out: (...answer: Answer) => Promise<Outcome>, write: (body: unknown) => Write): Promise<Outcome> {
   const limit = ctx.opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const { tooLarge, text } = await readBody(req, limit);
   let result: Write;
@@ -261,7 +276,7 @@ async function withBody(ctx: Ctx, req: IncomingMessage, res: ServerResponse, ten
     req.socket.destroy();
     return { status: result.answer[0], tenant, dropped: true };
   }
-  return { ...reply(res, ...result.answer), tenant };
+  return out(...result.answer);
 }
 
 function parseJson(text: string): { value: unknown } | { error: string } {

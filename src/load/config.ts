@@ -1,9 +1,10 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
 import { access } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
-import type { Config, ReadPolicy, ResolvedConfig } from '../model/index.js';
+import type { ApiLimits, Config, ReadPolicy, ResolvedConfig } from '../model/index.js';
 import { hint } from './did-you-mean.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
@@ -96,7 +97,16 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
     watchIntervalMs: raw?.watch?.interval ? parseInterval(raw.watch.interval) : DEFAULT_WATCH_INTERVAL_MS,
     suspend: raw?.suspend ?? false,
     reading,
+    ...(raw?.api ? { api: apiLimits(raw.api, file ? shownPath(file, opts.cwd) : 'the config') } : {}),
     ...(raw ? { raw } : {}),
+  };
+}
+
+/** The schema checked the shapes; the bounds are checked here, with the same words as the flags. */
+function apiLimits(api: NonNullable<Config['api']>, shown: string): ApiLimits {
+  return {
+    ...(api.max_response_size !== undefined ? { maxResponseBytes: checkedMaxResponseSize(api.max_response_size, `api.max_response_size in ${shown}`) } : {}),
+    ...(api.request_timeout !== undefined ? { requestTimeoutMs: checkedRequestTimeout(api.request_timeout, `api.request_timeout in ${shown}`) } : {}),
   };
 }
 

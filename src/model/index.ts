@@ -71,6 +71,8 @@ export interface ResolvedConfig {
   readonly suspend: boolean;
   /** How desired-state files are read (--max-file-size, --follow-external-symlinks); absent: the defaults. */
   readonly reading?: Readonly<ReadPolicy>;
+  /** api.max_response_size and api.request_timeout, read and bounded; flags override them. */
+  readonly api?: Readonly<ApiLimits>;
   /** The raw document, for tools that need to echo it. */
   readonly raw?: Readonly<Config>;
 }
@@ -80,6 +82,11 @@ export interface ReadPolicy {
   readonly maxFileBytes: number;
   /** Follow symbolic links that resolve outside the config's folder. */
   readonly followExternalSymlinks: boolean;
+}
+
+export interface ApiLimits {
+  readonly maxResponseBytes?: number;
+  readonly requestTimeoutMs?: number;
 }
 
 export interface SafetyLimits {

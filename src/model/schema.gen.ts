@@ -263,6 +263,7 @@ export interface Config {
    * true pauses every write (watch and apply): an emergency stop from git.
    */
   suspend?: boolean;
+  api?: ApiSettings;
 }
 /**
  * This interface was referenced by `Config`'s JSON-Schema
@@ -297,4 +298,17 @@ export interface WatchSettings {
    * Periodic drift reconcile in watch mode, e.g. 30s, 5m, 1h.
    */
   interval?: string;
+}
+/**
+ * Bounds on every answer of the API; --max-response-size and --request-timeout override them.
+ */
+export interface ApiSettings {
+  /**
+   * The largest answer read, e.g. 32MiB (the default), 500KB; 1 KiB to 256 MiB. A larger one is an error naming the endpoint.
+   */
+  max_response_size?: string;
+  /**
+   * The deadline for the headers and the whole body of one try, e.g. 60s (the default); 1s to 10m.
+   */
+  request_timeout?: string;
 }

@@ -1,4 +1,5 @@
 // The client against undici's MockAgent: no network, a fake clock, one fixture per failure mode.
+import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Dispatcher, MockAgent } from 'undici';
 import { createApiClient } from '../../src/api/client.js';
@@ -232,7 +233,7 @@ describe('retries', () => {
         answer429 = false;
         // Each answer is the action asked for: the client refuses any other.
         const text = status === 200 ? JSON.stringify({ ...ACTION, id: Number(/\/actions\/(\d+)/.exec(opts.path)![1]) }) : '';
-        return { statusCode: status, headers: { 'retry-after': '0' }, body: { text: async () => text } };
+        return { statusCode: status, headers: { 'retry-after': '0' }, body: Readable.from([Buffer.from(text)]) };
       },
     } as unknown as Dispatcher;
     const { client } = clientFor(agent, { concurrency: 4, dispatcher: fake });

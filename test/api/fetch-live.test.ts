@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Dispatcher, MockAgent } from 'undici';
 import { fetchLive, indexFirmwares } from '../../src/api/fetch-live.js';
@@ -95,7 +96,7 @@ describe('fetchLive', () => {
         await new Promise((r) => setTimeout(r, 1));
         inFlight--;
         const text = JSON.stringify({ ...ACTION, id: Number(opts.path.split('/').pop()) });
-        return { statusCode: 200, headers: {}, body: { text: async () => text } };
+        return { statusCode: 200, headers: {}, body: Readable.from([Buffer.from(text)]) };
       },
     } as unknown as Dispatcher;
     const { client } = clientFor(agent, { dispatcher: fake });

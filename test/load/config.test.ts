@@ -46,6 +46,17 @@ describe('resolveConfig', () => {
     });
   });
 
+  it('reads the bounds on answers (api.*), and refuses them out of bounds or misspelt', async () => {
+    const base = 'apiVersion: dus-sync/v1\nkind: Config\n';
+    const ok = await resolveConfig({ cwd: folder('api-ok', { 'dus-sync.yaml': `${base}api: { max_response_size: 8MiB, request_timeout: 90s }\n` }), env: {} });
+    expect(ok.api).toEqual({ maxResponseBytes: 8 * 1024 * 1024, requestTimeoutMs: 90_000 });
+    expect((await resolveConfig({ cwd: folder('api-none', { 'dus-sync.yaml': base }), env: {} })).api).toBeUndefined();
+    await expect(resolveConfig({ cwd: folder('api-big', { 'dus-sync.yaml': `${base}api: { max_response_size: 2GiB }\n` }), env: {} }))
+      .rejects.toThrow(new UserError('api.max_response_size in dus-sync.yaml is 2 GiB; it must be between 1 KiB and 256 MiB'));
+    await expect(resolveConfig({ cwd: folder('api-typo', { 'dus-sync.yaml': `${base}api: { max_respons_size: 8MiB, request_timeout: soon }\n` }), env: {} }))
+      .rejects.toThrow(ConfigError);
+  });
+
   it('lets DUS_BASE_URL and DUS_TENANT override the file', async () => {
     const dir = folder('env', { 'dus-sync.yaml': CONFIG });
     const c = await resolveConfig({ cwd: dir, env: { DUS_BASE_URL: 'http://127.0.0.1:9', DUS_TENANT: 'globex' } });
