@@ -13,6 +13,7 @@ import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
 import { describeChange } from '../core/render/describe.js';
+import { safeText } from '../core/render/ansi.js';
 import { useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 
@@ -127,8 +128,9 @@ async function approve(plan: Plan, autoApprove: boolean): Promise<void> {
   }
 }
 
+/** One line: names come from YAML files and messages from servers, control characters escaped. */
 function describe(change: Change): string {
-  return `${describeChange(change)} in ${change.tenant}`;
+  return safeText(`${describeChange(change)} in ${change.tenant}`);
 }
 
 /** On a TTY one live line (done/total, failures, rate); in CI one line per change. */
@@ -142,9 +144,9 @@ function progressReporter(): (r: ChangeResult, done: number, total: number) => v
       const rate = done / Math.max((Date.now() - started) / 1000, 0.001);
       process.stderr.write(`\r\x1b[K[${done}/${total}] ${failed} failed, ${rate.toFixed(1)}/s`);
       if (done === total) process.stderr.write('\n');
-      if (r.status === 'failed') process.stderr.write(`\n${r.status} ${describe(r.change)}: ${r.message ?? ''}\n`);
+      if (r.status === 'failed') process.stderr.write(`\n${r.status} ${describe(r.change)}: ${safeText(r.message ?? '')}\n`);
     } else {
-      process.stderr.write(`[${done}/${total}] ${r.status} ${describe(r.change)}${r.message ? `: ${r.message}` : ''}\n`);
+      process.stderr.write(`[${done}/${total}] ${r.status} ${describe(r.change)}${r.message ? `: ${safeText(r.message)}` : ''}\n`);
     }
   };
 }

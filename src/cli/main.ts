@@ -3,6 +3,7 @@
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { handleError } from './handle-error.js';
+import { guardProcessOutput } from './output.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
 
@@ -144,6 +145,8 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // Before anything is written: every byte to stdout and stderr is redacted and defused there.
+  guardProcessOutput();
   const program = buildProgram();
   program.exitOverride();
   try {
