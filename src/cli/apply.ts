@@ -14,8 +14,10 @@ import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
 import { describeChange } from '../core/render/describe.js';
 import { safeText } from '../core/render/ansi.js';
+import { redactDeep } from '../redact.js';
 import { useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
+import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from './live-keys.js';
 
 interface ApplyFlags {
   autoApprove?: boolean;
@@ -44,8 +46,10 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   });
   try {
     return await withApplyLock({ journalPath: journalPathFor(config, opts.journal), log, tenants: tenantsOf(desired) }, client, async (journal) => {
-      const { plan } = await fetchAndPlan(client, desired, opts.concurrency);
-      process.stdout.write(renderText(plan, { color }));
+      const { plan, live } = await fetchAndPlan(client, desired, opts.concurrency);
+      // Applied with the real values; shown with the keys found in live data redacted.
+      warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
+      process.stdout.write(renderText(redactDeep(plan), { color }));
       enforceSafety(plan, config, opts);
       const problems = plan.conflicts.length + plan.errors.length;
       if (plan.changes.length === 0) return problems > 0 ? 1 : 0;
@@ -63,6 +67,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
 async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, globals: GlobalOptions,
   log: Logger, color: boolean): Promise<number> {
   const saved = await readSavedPlan(path);
+  refusePlaceholders(path, saved);
   const desired = desiredFromFingerprints(saved);
   const client: ApiClient = await connect(config, tenantsOf(desired), {
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency,
