@@ -45,24 +45,28 @@ export function clearSecretsForTests(): void {
 /** The text with every form of every registered key replaced by [REDACTED]. */
 export function redact(text: string): string {
   if (secrets.size === 0 || text.length < MIN_SECRET) return text;
-  const regions = findRegions(text, matcher());
+  const m = matcher();
+  // Decoding only shortens text: a string shorter than every form cannot hold one.
+  if (text.length < m.shortest) return text;
+  const regions = findRegions(text, m);
   return regions.length === 0 ? text : cut(text, regions);
 }
 
 /** Whether the text holds any form of a registered key. */
 export function containsSecret(text: string): boolean {
   if (secrets.size === 0 || text.length < MIN_SECRET) return false;
-  return findRegions(text, matcher()).length > 0;
+  const m = matcher();
+  return text.length >= m.shortest && findRegions(text, m).length > 0;
 }
 
 /**
- * A deep copy with every string (and object key, and Map key) redacted. `onFound` is told the
- * path of each value that held a key, e.g. `phases[1].info.token` (a key that was an object
- * key shows as [REDACTED] in the path too).
+ * A deep copy with every string (and object key, and Map key) redacted, or the value itself
+ * when nothing in it holds a key. `onFound` is told the path of each value that held one, e.g.
+ * `phases[1].info.token` (a key that was an object key shows as [REDACTED] in the path too).
  */
 export function redactDeep<T>(value: T, onFound?: (path: string) => void): T {
   if (secrets.size === 0) return value;
-  return walk(value, '', onFound ?? (() => undefined), 0) as T;
+  return walk(value, [], onFound ?? (() => undefined), 0) as T;
 }
 
 /** Deep copy with every registered secret replaced, for objects that get logged or thrown. */
@@ -74,44 +78,82 @@ export function redactValue<T>(value: T): T {
 
 const MAX_DEPTH = 200;
 
-function walk(value: unknown, path: string, found: (path: string) => void, depth: number): unknown {
-  if (typeof value === 'string') {
-    const out = redact(value);
-    if (out !== value) found(path);
-    return out;
-  }
-  if (value === null || typeof value !== 'object') return value;
-  // Deeper than any document or response dus-sync reads: shown as text, still redacted.
-  if (depth > MAX_DEPTH) return redact(safeJson(value));
-  if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`, found, depth + 1));
-  if (value instanceof Map) {
-    const out = new Map<unknown, unknown>();
-    for (const [k, v] of value) {
-      const key = typeof k === 'string' ? redactKey(k, path, found, 'map') : k;
-      out.set(key, walk(v, `${path}[${typeof key === 'string' ? JSON.stringify(key) : String(key)}]`, found, depth + 1));
-    }
-    return out;
-  }
-  if (value instanceof Set) return new Set([...value].map((v, i) => walk(v, `${path}[${i}]`, found, depth + 1)));
-  if (value instanceof Error) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    let key = redactKey(k, path, found, 'object');
-    // Two keys that differ only in their secret part would collide once redacted.
-    for (let n = 2; Object.hasOwn(out, key); n++) key = `${REDACTED}#${n}`;
-    out[key] = walk(v, joinPath(path, key), found, depth + 1);
+/** A step of a path: an object key (shown `.name` or `["odd key"]`) or an index or Map key (`[…]`). */
+type Step = { readonly key: string } | { readonly index: string };
+
+function pathText(steps: readonly Step[]): string {
+  let out = '';
+  for (const s of steps) {
+    if ('index' in s) out += `[${s.index}]`;
+    else out += /^[A-Za-z_$][\w$-]*$/.test(s.key) ? (out === '' ? s.key : `.${s.key}`) : `[${JSON.stringify(s.key)}]`;
   }
   return out;
 }
 
-function redactKey(k: string, path: string, found: (path: string) => void, kind: 'map' | 'object'): string {
-  const key = redact(k);
-  if (key !== k) found(kind === 'map' ? `${path}[${JSON.stringify(key)}]` : joinPath(path, key));
-  return key;
-}
-
-function joinPath(path: string, key: string): string {
-  return /^[A-Za-z_$][\w$-]*$/.test(key) ? (path === '' ? key : `${path}.${key}`) : `${path}[${JSON.stringify(key)}]`;
+/**
+ * The value with its strings redacted; parts without a key are shared, not copied (the walk
+ * runs over whole live states, 20,000 firmwares, so it allocates only where it changes something).
+ */
+function walk(value: unknown, path: Step[], found: (path: string) => void, depth: number): unknown {
+  if (typeof value === 'string') {
+    const out = redact(value);
+    if (out !== value) found(pathText(path));
+    return out;
+  }
+  if (value === null || typeof value !== 'object' || value instanceof Error) return value;
+  // Deeper than any document or response dus-sync reads: shown as text, still redacted.
+  if (depth > MAX_DEPTH) return redact(safeJson(value));
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      path.push({ index: String(i) });
+      const v = walk(value[i], path, found, depth + 1);
+      path.pop();
+      if (v !== value[i]) (copy ??= value.slice())[i] = v;
+    }
+    return copy ?? value;
+  }
+  if (value instanceof Map) {
+    const entries: [unknown, unknown][] = [];
+    let changed = false;
+    for (const [k, v] of value) {
+      let key: unknown = k;
+      if (typeof k === 'string') {
+        key = redact(k);
+        if (key !== k) { changed = true; found(pathText([...path, { index: JSON.stringify(key) }])); }
+      }
+      path.push({ index: typeof key === 'string' ? JSON.stringify(key) : String(key) });
+      const out = walk(v, path, found, depth + 1);
+      path.pop();
+      if (out !== v) changed = true;
+      entries.push([key, out]);
+    }
+    return changed ? new Map(entries) : value;
+  }
+  if (value instanceof Set) {
+    const items = [...value];
+    const out = walk(items, path, found, depth);
+    return out === items ? value : new Set(out as unknown[]);
+  }
+  const entries: [string, unknown][] = [];
+  let changed = false;
+  const seen = new Set<string>();
+  for (const [k, v] of Object.entries(value)) {
+    let key = redact(k);
+    if (key !== k) {
+      changed = true;
+      // Two keys that differ only in their secret part would collide once redacted.
+      for (let n = 2; seen.has(key); n++) key = `${REDACTED}#${n}`;
+      found(pathText([...path, { key }]));
+    }
+    seen.add(key);
+    path.push({ key });
+    const out = walk(v, path, found, depth + 1);
+    path.pop();
+    if (out !== v) changed = true;
+    entries.push([key, out]);
+  }
+  return changed ? Object.fromEntries(entries) : value;
 }
 
 function safeJson(value: unknown): string {
@@ -144,6 +186,8 @@ interface Matcher {
   readonly bits: Uint32Array;
   /** Keys too short for the fragment rule (and their base64), matched whole. */
   readonly whole: readonly string[];
+  /** The length of the shortest text that can hold a match. */
+  readonly shortest: number;
 }
 
 function matcher(): Matcher {
@@ -201,7 +245,8 @@ function compile(keys: readonly string[]): Matcher {
       bits[idx >>> 5]! |= 1 << (idx & 31);
     }
   });
-  return { forms: list, seeds, bits, whole: [...whole].filter((w) => w.length >= MIN_SECRET) };
+  const wholeList = [...whole].filter((w) => w.length >= MIN_SECRET);
+  return { forms: list, seeds, bits, whole: wholeList, shortest: Math.min(W, ...wholeList.map((w) => w.length)) };
 }
 
 function hashOf(s: string, from: number): number {

@@ -46,7 +46,8 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     const { live, plan } = await fetchAndPlan(client, desired, 8);
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
-    process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), redactDeep(live)));
+    // Only the markdown flowcharts show live values beyond the plan (live phase names).
+    process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined));
     if (opts.out) {
       const saved = redactDeep(toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt: new Date().toISOString() }));
       await writeFileAtomic(opts.out, redact(JSON.stringify(saved, null, 2)) + '\n');
