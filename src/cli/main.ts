@@ -147,6 +147,12 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
 export async function main(argv: string[]): Promise<void> {
   // Before anything is written: every byte to stdout and stderr is redacted and defused there.
   guardProcessOutput();
+  // A crash is output too, and Node would print it past the guard (a server's words in its
+  // message): it goes through the one handler instead, and the process ends as Node's would.
+  process.on('uncaughtException', (err) => {
+    handleError(err, argv.includes('--debug'));
+    process.exit(1);
+  });
   const program = buildProgram();
   program.exitOverride();
   try {

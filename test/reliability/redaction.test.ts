@@ -8,7 +8,7 @@
 // - control characters, bidi overrides and `::error` lines from a server or a file name are
 //   escaped in every terminal format, and the GitHub format escapes its data as GitHub documents.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -269,6 +269,19 @@ describe('a server that echoes the key in some encoding: no form of it is ever s
     expect(runs.map((r) => r.stdout + r.stderr).join('')).toContain('[REDACTED]');
     expectNoKey(runs.flatMap((r) => [r.stdout, r.stderr]), [ODD]);
     expectDefused(runs.flatMap((r) => [r.stdout, r.stderr]));
+  });
+});
+
+describe('a crash', () => {
+  it('is printed through the same guard: one line, the key redacted, controls escaped, exit 1', async () => {
+    const em = await startEmulator({ seed: { tenants: { acme: { api_key: KEY, bundles: [], actions: [] } } } as unknown as Seed, faults: { latencyMs: 3000 } });
+    closers.push(() => em.close());
+    const dir = repo(em.url);
+    // Thrown from a timer while plan waits for the slow server, after the key was read.
+    writeFileSync(join(dir, 'crash.cjs'), `setTimeout(() => { throw new Error('crash \\u001b[2J\\n::error::x ' + process.env.DUS_API_KEY_ACME.slice(0, 12)); }, 800);\n`);
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan'], { env: { DUS_API_KEY_ACME: KEY, NODE_OPTIONS: `--require ${join(dir, 'crash.cjs')}` } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: crash \\u001b[2J\\n::error::x [REDACTED] (run with --debug for details)\n');
   });
 });
 
