@@ -1,32 +1,386 @@
-// Every API key the process has read is registered here, and every line that leaves the
-// process through the CLI's error handler and loggers passes through redact().
+// Every API key the process reads is registered here, and every output channel passes its text
+// through redact() on the way out (src/cli/output.ts wraps standard output and error; the agent's
+// logger, its HTTP server and the files dus-sync writes call it themselves).
+//
+// What counts as a key, for a key of 8 characters or more:
+// - any 8 or more consecutive characters of it: a server or a proxy that cuts a message short
+//   (or a message cut at our own limits) leaves a prefix, a suffix or a middle part;
+// - the same in the standard encodings, once or twice over (JSON string escapes, percent-encoding
+//   as encodeURIComponent and as forms do), matched exactly; and in any other spelling of JSON,
+//   JavaScript and percent escapes or HTML entities (`\u0041`, `\/`, `%2b`, `&#95;`, fewer
+//   characters encoded): the text is also searched as decoded, up to three times over, and a
+//   match is cut out of the text as written, around whole escapes;
+// - base64, standard and URL-safe, with or without padding, of the key and of its JSON-escaped
+//   and percent-encoded forms, in each of the three alignments (base64 of "x" + key encodes the
+//   key differently from base64 of key alone). A fragment of base64 counts from 8 characters
+//   (6 bytes of the key); the last 2-3 characters of a base64 run cut mid-key may remain.
+// Keys of 4 to 7 characters (test keys; real ones are long) are matched whole only.
+//
+// The search is one pass over the text per decoding level: a rolling hash of every 8-character
+// window is looked up in a bitmap built from the windows of all forms, and only a hit is checked
+// and extended. Text without `%`, `\` or `&` has a single level. See bench/redact.mjs.
+
+export const REDACTED = '[REDACTED]';
+
+/** Characters of a key (or of one of its encodings) that, together, are treated as the key. */
+export const MIN_FRAGMENT = 8;
+/** Very short values would redact ordinary words; keys are long. */
+const MIN_SECRET = 4;
+const MAX_DECODE_LEVELS = 4;
+
 const secrets = new Set<string>();
+let compiled: Matcher | undefined;
 
 export function registerSecret(value: string): void {
-  // Very short values would redact ordinary words; keys are long.
-  if (value.length < 4) return;
+  if (value.length < MIN_SECRET || secrets.has(value)) return;
   secrets.add(value);
-  // A server may echo the key inside JSON text (a `"` or `\\` escaped) or in a URL (a base64
-  // key's `+/=` percent-encoded); those forms must not get through either.
-  for (const form of [JSON.stringify(value).slice(1, -1), encodeURIComponent(value)]) {
-    if (form !== value) secrets.add(form);
-  }
-}
-
-export function redact(text: string): string {
-  let out = text;
-  for (const s of secrets) {
-    if (out.includes(s)) out = out.split(s).join('[REDACTED]');
-  }
-  return out;
-}
-
-/** Deep copy with every registered secret replaced, for objects that get logged or thrown. */
-export function redactValue<T>(value: T): T {
-  if (secrets.size === 0) return value;
-  return JSON.parse(redact(JSON.stringify(value ?? null))) as T;
+  compiled = undefined;
 }
 
 export function clearSecretsForTests(): void {
   secrets.clear();
+  compiled = undefined;
+}
+
+/** The text with every form of every registered key replaced by [REDACTED]. */
+export function redact(text: string): string {
+  if (secrets.size === 0 || text.length < MIN_SECRET) return text;
+  const m = matcher();
+  // Decoding only shortens text: a string shorter than every form cannot hold one.
+  if (text.length < m.shortest) return text;
+  const regions = findRegions(text, m);
+  return regions.length === 0 ? text : cut(text, regions);
+}
+
+/** Whether the text holds any form of a registered key. */
+export function containsSecret(text: string): boolean {
+  if (secrets.size === 0 || text.length < MIN_SECRET) return false;
+  const m = matcher();
+  return text.length >= m.shortest && findRegions(text, m).length > 0;
+}
+
+/**
+ * A deep copy with every string (and object key, and Map key) redacted, or the value itself
+ * when nothing in it holds a key. `onFound` is told the path of each value that held one, e.g.
+ * `phases[1].info.token` (a key that was an object key shows as [REDACTED] in the path too).
+ */
+export function redactDeep<T>(value: T, onFound?: (path: string) => void): T {
+  if (secrets.size === 0) return value;
+  return walk(value, [], onFound ?? (() => undefined), 0) as T;
+}
+
+/** Deep copy with every registered secret replaced, for objects that get logged or thrown. */
+export function redactValue<T>(value: T): T {
+  return redactDeep(value);
+}
+
+// ---------------------------------------------------------------- deep values
+
+const MAX_DEPTH = 200;
+
+/** A step of a path: an object key (shown `.name` or `["odd key"]`) or an index or Map key (`[…]`). */
+type Step = { readonly key: string } | { readonly index: string };
+
+function pathText(steps: readonly Step[]): string {
+  let out = '';
+  for (const s of steps) {
+    if ('index' in s) out += `[${s.index}]`;
+    else out += /^[A-Za-z_$][\w$-]*$/.test(s.key) ? (out === '' ? s.key : `.${s.key}`) : `[${JSON.stringify(s.key)}]`;
+  }
+  return out;
+}
+
+/**
+ * The value with its strings redacted; parts without a key are shared, not copied (the walk
+ * runs over whole live states, 20,000 firmwares, so it allocates only where it changes something).
+ */
+function walk(value: unknown, path: Step[], found: (path: string) => void, depth: number): unknown {
+  if (typeof value === 'string') {
+    const out = redact(value);
+    if (out !== value) found(pathText(path));
+    return out;
+  }
+  if (value === null || typeof value !== 'object' || value instanceof Error) return value;
+  // Deeper than any document or response dus-sync reads: shown as text, still redacted.
+  if (depth > MAX_DEPTH) return redact(safeJson(value));
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      path.push({ index: String(i) });
+      const v = walk(value[i], path, found, depth + 1);
+      path.pop();
+      if (v !== value[i]) (copy ??= value.slice())[i] = v;
+    }
+    return copy ?? value;
+  }
+  if (value instanceof Map) {
+    const entries: [unknown, unknown][] = [];
+    let changed = false;
+    for (const [k, v] of value) {
+      let key: unknown = k;
+      if (typeof k === 'string') {
+        key = redact(k);
+        if (key !== k) { changed = true; found(pathText([...path, { index: JSON.stringify(key) }])); }
+      }
+      path.push({ index: typeof key === 'string' ? JSON.stringify(key) : String(key) });
+      const out = walk(v, path, found, depth + 1);
+      path.pop();
+      if (out !== v) changed = true;
+      entries.push([key, out]);
+    }
+    return changed ? new Map(entries) : value;
+  }
+  if (value instanceof Set) {
+    const items = [...value];
+    const out = walk(items, path, found, depth);
+    return out === items ? value : new Set(out as unknown[]);
+  }
+  const entries: [string, unknown][] = [];
+  let changed = false;
+  const seen = new Set<string>();
+  for (const [k, v] of Object.entries(value)) {
+    let key = redact(k);
+    if (key !== k) {
+      changed = true;
+      // Two keys that differ only in their secret part would collide once redacted.
+      for (let n = 2; seen.has(key); n++) key = `${REDACTED}#${n}`;
+      found(pathText([...path, { key }]));
+    }
+    seen.add(key);
+    path.push({ key });
+    const out = walk(v, path, found, depth + 1);
+    path.pop();
+    if (out !== v) changed = true;
+    entries.push([key, out]);
+  }
+  return changed ? Object.fromEntries(entries) : value;
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? '';
+  } catch {
+    return '(unprintable)';
+  }
+}
+
+// ---------------------------------------------------------------- the matcher
+
+const W = MIN_FRAGMENT;
+const B = 0x01000193;
+/** B^(W-1) mod 2^32, to drop the oldest character from the rolling hash. */
+const POW = (() => {
+  let p = 1;
+  for (let i = 0; i < W - 1; i++) p = Math.imul(p, B);
+  return p;
+})();
+const BITS = 20;
+const MASK = (1 << BITS) - 1;
+
+interface Matcher {
+  /** The forms searched by fragment: each key, encoded each way. */
+  readonly forms: readonly string[];
+  /** Each 8-character window of a form → [form index, offset] pairs, flattened. */
+  readonly seeds: ReadonlyMap<string, readonly number[]>;
+  /** A bitmap of the windows' hashes: most positions of a text are rejected by one lookup. */
+  readonly bits: Uint32Array;
+  /** Keys too short for the fragment rule (and their base64), matched whole. */
+  readonly whole: readonly string[];
+  /** The length of the shortest text that can hold a match. */
+  readonly shortest: number;
+}
+
+function matcher(): Matcher {
+  compiled ??= compile([...secrets]);
+  return compiled;
+}
+
+function jsonEscape(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+/** application/x-www-form-urlencoded: a space is `+`, and `*` is left as it is. */
+function formEncode(text: string): string {
+  return new URLSearchParams({ k: text }).toString().slice(2);
+}
+
+function base64Forms(text: string): string[] {
+  const out: string[] = [];
+  for (let r = 0; r < 3 && r < text.length; r++) {
+    const std = Buffer.from(text.slice(r), 'utf8').toString('base64');
+    out.push(std, std.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return out;
+}
+
+function compile(keys: readonly string[]): Matcher {
+  const forms = new Set<string>();
+  const whole = new Set<string>();
+  for (const key of keys) {
+    if (key.length < W) {
+      whole.add(key);
+      for (const b of base64Forms(key).slice(0, 2)) whole.add(b.replace(/=+$/, ''));
+      continue;
+    }
+    // The standard encodings, once and twice, exactly: the decoded views below also find other
+    // spellings of them (lower-case hex, fewer characters encoded), but not for a key that itself
+    // holds something that decodes (`%0A`, `\\n`, `&amp;`).
+    const once = [key, jsonEscape(key), encodeURIComponent(key), formEncode(key)];
+    for (const f of once) forms.add(f);
+    for (const f of once.slice(1)) for (const g of [jsonEscape(f), encodeURIComponent(f)]) forms.add(g);
+    for (const source of new Set(once.slice(0, 3))) {
+      for (const b of base64Forms(source)) forms.add(b);
+    }
+  }
+  const list = [...forms];
+  const seeds = new Map<string, number[]>();
+  const bits = new Uint32Array((MASK + 1) >>> 5);
+  list.forEach((form, f) => {
+    for (let off = 0; off + W <= form.length; off++) {
+      const window = form.slice(off, off + W);
+      const at = seeds.get(window);
+      if (at) at.push(f, off);
+      else seeds.set(window, [f, off]);
+      const idx = mix(hashOf(window, 0));
+      bits[idx >>> 5]! |= 1 << (idx & 31);
+    }
+  });
+  const wholeList = [...whole].filter((w) => w.length >= MIN_SECRET);
+  return { forms: list, seeds, bits, whole: wholeList, shortest: Math.min(W, ...wholeList.map((w) => w.length)) };
+}
+
+function hashOf(s: string, from: number): number {
+  let h = 0;
+  for (let i = from; i < from + W; i++) h = (Math.imul(h, B) + s.charCodeAt(i)) | 0;
+  return h;
+}
+
+function mix(h: number): number {
+  return (h ^ (h >>> 13) ^ (h >>> 23)) & MASK;
+}
+
+// ---------------------------------------------------------------- searching
+
+/** A view of the text: as written, or decoded with a map from its characters back to spans of the text. */
+interface Level {
+  readonly view: string;
+  readonly map?: (i: number) => Region;
+}
+
+type Region = [start: number, end: number];
+
+function findRegions(text: string, m: Matcher): Region[] {
+  const regions: Region[] = [];
+  let level: Level | undefined = { view: text };
+  for (let depth = 0; level !== undefined; depth++) {
+    const lv: Level = level;
+    const add = (s: number, e: number) => {
+      regions.push(lv.map ? [lv.map(s)[0], lv.map(e - 1)[1]] : [s, e]);
+    };
+    if (m.forms.length > 0) scan(lv.view, m, add);
+    for (const w of m.whole) {
+      for (let i = lv.view.indexOf(w); i >= 0; i = lv.view.indexOf(w, i + 1)) add(i, i + w.length);
+    }
+    level = depth + 1 < MAX_DECODE_LEVELS && /[%\\&]/.test(lv.view) ? decode(lv) : undefined;
+  }
+  return regions;
+}
+
+function scan(view: string, m: Matcher, add: (start: number, end: number) => void): void {
+  const n = view.length;
+  if (n < W) return;
+  const { bits, seeds, forms } = m;
+  let h = hashOf(view, 0);
+  for (let i = 0; ; i++) {
+    const idx = mix(h);
+    if ((bits[idx >>> 5]! & (1 << (idx & 31))) !== 0) {
+      const at = seeds.get(view.slice(i, i + W));
+      if (at) {
+        let start = i;
+        let end = i + W;
+        for (let k = 0; k < at.length; k += 2) {
+          const form = forms[at[k]!]!;
+          const off = at[k + 1]!;
+          let left = 0;
+          while (left < i && left < off && view.charCodeAt(i - left - 1) === form.charCodeAt(off - left - 1)) left++;
+          let right = 0;
+          while (i + W + right < n && off + W + right < form.length && view.charCodeAt(i + W + right) === form.charCodeAt(off + W + right)) right++;
+          start = Math.min(start, i - left);
+          end = Math.max(end, i + W + right);
+        }
+        add(start, end);
+      }
+    }
+    if (i + W >= n) break;
+    h = (Math.imul(h - Math.imul(view.charCodeAt(i), POW), B) + view.charCodeAt(i + W)) | 0;
+  }
+}
+
+// Percent-encoding (ASCII only: keys travel in an HTTP header, so they are ASCII), JSON and
+// JavaScript backslash escapes, HTML entities.
+const ESCAPE = /%([0-7][0-9a-fA-F])|\\(["\\/'bfnrt])|\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|&(?:#(\d{1,5})|#[xX]([0-9a-fA-F]{1,4})|(amp|lt|gt|quot|apos));/g;
+const NAMED: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+const SIMPLE: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+
+function unescapeOne(m: string, pct?: string, simple?: string, u?: string, x?: string, dec?: string, hex?: string, named?: string): string {
+  if (pct !== undefined) return String.fromCharCode(parseInt(pct, 16));
+  if (simple !== undefined) return SIMPLE[simple] ?? simple;
+  const hexCode = u ?? x ?? hex;
+  if (hexCode !== undefined) return String.fromCharCode(parseInt(hexCode, 16));
+  if (dec !== undefined) return Number(dec) <= 0xffff ? String.fromCharCode(Number(dec)) : m;
+  return named !== undefined ? NAMED[named]! : m;
+}
+
+/**
+ * One level of unescaping, or undefined when there was nothing to decode. The view is built by
+ * a native replace; only the escapes are recorded, and a character is mapped back (rarely: only
+ * for a match) by a binary search over them.
+ */
+function decode(level: Level): Level | undefined {
+  const at: number[] = []; // per escape: view index, text index, length in the text
+  let removed = 0;
+  const view = level.view.replace(ESCAPE, (m: string, ...groups: unknown[]) => {
+    const offset = groups[7] as number;
+    const out = unescapeOne(m, ...(groups.slice(0, 7) as (string | undefined)[]));
+    if (out === m) return m;
+    at.push(offset - removed, offset, m.length);
+    removed += m.length - 1;
+    return out;
+  });
+  if (at.length === 0) return undefined;
+  const local = (j: number): Region => {
+    let lo = 0;
+    let hi = at.length / 3 - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (at[mid * 3]! <= j) { found = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    if (found < 0) return [j, j + 1];
+    const v = at[found * 3]!;
+    const o = at[found * 3 + 1]!;
+    const len = at[found * 3 + 2]!;
+    if (v === j) return [o, o + len];
+    const t = o + len + (j - v - 1);
+    return [t, t + 1];
+  };
+  const outer = level.map;
+  const map = outer ? (j: number): Region => { const [a, b] = local(j); return [outer(a)[0], outer(b - 1)[1]]; } : local;
+  return { view, map };
+}
+
+/** The text with the regions (overlapping or not, in any order) replaced by one [REDACTED] each run. */
+function cut(text: string, regions: Region[]): string {
+  regions.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let out = '';
+  let pos = 0;
+  let i = 0;
+  while (i < regions.length) {
+    let [start, end] = regions[i]!;
+    for (i++; i < regions.length && regions[i]![0] <= end; i++) end = Math.max(end, regions[i]![1]);
+    if (start < pos) start = pos;
+    out += text.slice(pos, start) + REDACTED;
+    pos = end;
+  }
+  return out + text.slice(pos);
 }

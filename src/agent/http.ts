@@ -1,6 +1,9 @@
 // The agent's small HTTP server: /healthz (liveness), /readyz (readiness), /metrics (Prometheus).
+// Every body leaves through send(), which redacts it: the readiness reason quotes the last
+// pass's message (a server's words), and metrics labels carry names from the config.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { safeText } from '../core/render/ansi.js';
 import { UserError } from '../errors.js';
 import { redact } from '../redact.js';
 
@@ -104,7 +107,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, opts: HttpOptio
       case '/readyz': {
         const r = opts.readiness();
         if (r.ready) send(res, 200, 'text/plain; charset=utf-8', 'ok\n');
-        else send(res, 503, 'application/json', `${JSON.stringify({ ready: false, reason: redact(r.reason ?? 'not ready') })}\n`);
+        // One line, control characters escaped: probes end up in terminals and logs too.
+        else send(res, 503, 'application/json', `${JSON.stringify({ ready: false, reason: safeText(r.reason ?? 'not ready') })}\n`);
         return;
       }
       case '/metrics':
@@ -114,11 +118,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, opts: HttpOptio
         send(res, 404, 'text/plain; charset=utf-8', 'not found: try /healthz, /readyz or /metrics\n');
     }
   } catch (err) {
-    send(res, 500, 'text/plain; charset=utf-8', `${redact(err instanceof Error ? err.message : String(err))}\n`);
+    send(res, 500, 'text/plain; charset=utf-8', `${safeText(err instanceof Error ? err.message : String(err))}\n`);
   }
 }
 
-function send(res: ServerResponse, status: number, type: string, body: string, headers: Record<string, string> = {}): void {
+function send(res: ServerResponse, status: number, type: string, text: string, headers: Record<string, string> = {}): void {
+  const body = redact(text);
   res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body), ...headers });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }

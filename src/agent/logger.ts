@@ -1,10 +1,14 @@
 // The agent's logger: pino JSON lines for machines (a container's log collector), readable lines
 // on a terminal. Logs go to standard error: standard output carries only a command's result.
 // Every line passes through redact() as the last step before it is written, so a key can
-// reach no log, whatever logged it (our adapter, a child logger, a library).
+// reach no log, whatever logged it (our adapter, a child logger, a library). Messages and field
+// values quote servers and file names: their control characters are escaped visibly before
+// they are formatted (a readable line on a terminal would otherwise carry them raw), and the
+// ones JSON leaves raw (DEL, C1, bidi controls) are escaped in the finished line too.
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import pretty from 'pino-pretty';
 import type { Logger } from '../model/index.js';
+import { safeLines, safeText } from '../core/render/ansi.js';
 import { redact } from '../redact.js';
 
 export interface LoggerOptions {
@@ -52,7 +56,7 @@ export function createLogger(opts: LoggerOptions = {}): AgentLogger {
       logMethod(args, method) {
         method.apply(this, args.map((a) => cleanArg(a, debug)) as Parameters<typeof method>);
       },
-      streamWrite: (line) => redact(line),
+      streamWrite: (line) => redact(line).replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
     },
   }, destination);
   return adapt(log);
@@ -67,23 +71,28 @@ export function adapt(log: PinoLogger): AgentLogger {
   return { pino: log, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
+// Characters that JSON.stringify leaves raw inside strings; in a JSON line they can only be there.
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const MAX_FIELD_DEPTH = 8;
+
 // Errors do not survive JSON.stringify (their fields are not enumerable): turn them into plain
-// fields, with the stack only when debugging.
-function cleanArg(arg: unknown, debug: boolean): unknown {
-  if (typeof arg === 'string') return redact(arg);
+// fields, with the stack only when debugging. Strings are redacted and made one line each.
+function cleanArg(arg: unknown, debug: boolean, depth = 0): unknown {
+  if (typeof arg === 'string') return safeText(redact(arg));
   if (arg instanceof Error) return errorFields(arg, debug);
-  if (arg && typeof arg === 'object' && !Array.isArray(arg)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(arg)) out[k] = v instanceof Error ? errorFields(v, debug) : v;
-    return out;
-  }
-  return arg;
+  if (depth >= MAX_FIELD_DEPTH || !arg || typeof arg !== 'object') return arg;
+  if (Array.isArray(arg)) return arg.map((v) => cleanArg(v, debug, depth + 1));
+  const proto = Object.getPrototypeOf(arg) as unknown;
+  if (proto !== Object.prototype && proto !== null) return arg;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(arg)) out[safeText(redact(k))] = cleanArg(v, debug, depth + 1);
+  return out;
 }
 
 function errorFields(err: Error, debug: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { type: err.name, message: redact(err.message) };
+  const out: Record<string, unknown> = { type: err.name, message: safeText(redact(err.message)) };
   const code = (err as { code?: unknown }).code;
   if (code !== undefined) out.code = code;
-  if (debug && err.stack) out.stack = redact(err.stack);
+  if (debug && err.stack) out.stack = safeLines(redact(err.stack));
   return out;
 }

@@ -13,8 +13,11 @@ import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
 import { describeChange } from '../core/render/describe.js';
+import { safeText } from '../core/render/ansi.js';
+import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
+import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from './live-keys.js';
 
 interface ApplyFlags {
   autoApprove?: boolean;
@@ -46,7 +49,9 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
       // Planned inside the lock, from reads taken after it: nothing another run did is missed.
       const { plan, live } = await fetchAndPlan(client, desired, opts.concurrency);
-      process.stdout.write(renderText(plan, { color }));
+      // Applied with the real values; shown with the keys found in live data redacted.
+      warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
+      process.stdout.write(renderText(redactDeep(plan), { color }));
       enforceSafety(plan, config, opts);
       const problems = plan.conflicts.length + plan.errors.length;
       if (plan.changes.length === 0) return problems > 0 ? 1 : 0;
@@ -63,6 +68,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
 async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, options: ApplyOptions, globals: GlobalOptions,
   log: Logger, color: boolean): Promise<number> {
   const saved = await readSavedPlan(path);
+  refusePlaceholders(path, saved);
   const desired = desiredFromFingerprints(saved);
   const client: ApiClient = await connect(config, tenantsOf(desired), {
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals),
@@ -133,8 +139,9 @@ async function approve(plan: Plan, autoApprove: boolean): Promise<void> {
   }
 }
 
+/** One line: names come from YAML files and messages from servers, control characters escaped. */
 function describe(change: Change): string {
-  return `${describeChange(change)} in ${change.tenant}`;
+  return safeText(`${describeChange(change)} in ${change.tenant}`);
 }
 
 /** On a TTY one live line (done/total, failures, rate); in CI one line per change. */
@@ -148,9 +155,9 @@ function progressReporter(): (r: ChangeResult, done: number, total: number) => v
       const rate = done / Math.max((Date.now() - started) / 1000, 0.001);
       process.stderr.write(`\r\x1b[K[${done}/${total}] ${failed} failed, ${rate.toFixed(1)}/s`);
       if (done === total) process.stderr.write('\n');
-      if (r.status === 'failed') process.stderr.write(`\n${r.status} ${describe(r.change)}: ${r.message ?? ''}\n`);
+      if (r.status === 'failed') process.stderr.write(`\n${r.status} ${describe(r.change)}: ${safeText(r.message ?? '')}\n`);
     } else {
-      process.stderr.write(`[${done}/${total}] ${r.status} ${describe(r.change)}${r.message ? `: ${r.message}` : ''}\n`);
+      process.stderr.write(`[${done}/${total}] ${r.status} ${describe(r.change)}${r.message ? `: ${safeText(r.message)}` : ''}\n`);
     }
   };
 }

@@ -1,7 +1,7 @@
 // What every command shares: the global options, colours, the stderr logger.
 import { styleText } from 'node:util';
 import type { ApiLimits, Logger } from '../model/index.js';
-import { redact } from '../redact.js';
+import { safeText } from '../core/render/ansi.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -69,11 +69,15 @@ export function parseSelector(selector: readonly string[] | undefined): Record<s
   return out;
 }
 
-/** Human-readable lines on standard error; debug lines only with --debug. Keys are redacted. */
+/**
+ * Human-readable lines on standard error; debug lines only with --debug. Each message is one
+ * line: what it quotes from a server or a file cannot start a line of its own or move the
+ * cursor. Keys are redacted where stderr leaves the process (output.ts).
+ */
 export function stderrLogger(debug: boolean): Logger {
   const write = (level: string, msg: string, fields?: Record<string, unknown>) => {
     const extra = fields && Object.keys(fields).length > 0 ? ` ${JSON.stringify(fields)}` : '';
-    process.stderr.write(redact(`${level}${msg}${extra}`) + '\n');
+    process.stderr.write(`${level}${safeText(msg + extra)}\n`);
   };
   return {
     debug: (msg, fields) => { if (debug) write('debug: ', msg, fields); },

@@ -12,9 +12,11 @@ import { exportFiles, type ExportedFile } from '../core/export.js';
 import { UserError } from '../errors.js';
 import { readApiKeys } from '../load/keys.js';
 import type { Action, Logger } from '../model/index.js';
+import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
 import { setup } from './common.js';
 import { apiLimitFlags, type GlobalOptions } from './context.js';
+import { EXPORTED, keysInExport, warnKeysInLive } from './live-keys.js';
 
 export const SCHEMA_URL = 'https://dus-sync.dev/schemas/v1/resource.schema.json';
 
@@ -119,7 +121,10 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
       indexFirmwares(api.bundlePages()),
       readActions((id) => api.getAction(id), actionIds, tenant),
     ]);
-    const result = exportFiles({ firmwares, actions }, {
+    // YAML meant for git never holds a key: each place one was found live gets the placeholder
+    // (validate refuses it until a person decides what belongs there) and a warning.
+    warnKeysInLive(log, keysInExport(tenant, firmwares, actions), EXPORTED);
+    const result = exportFiles({ firmwares: redactDeep(firmwares), actions: redactDeep(actions) }, {
       tenant,
       sourceUrl: config.baseUrl,
       generatedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
@@ -127,7 +132,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
       toolVersion: VERSION,
     });
     report(log, result.skipped.map((s) => `not exported: ${s.reason}.`));
-    const written = await writeExport(outDir, result.files);
+    const written = await writeExport(outDir, result.files.map((f) => ({ ...f, text: redact(f.text) })));
     for (const p of written) process.stderr.write(`wrote ${p}\n`);
     report(log, (await strayFiles(outDir, result.files)).map((p) =>
       `${p} was not written by this export; if it held documents of tenant ${tenant}, they may now be stale or defined twice (remove it if so).`));

@@ -6,6 +6,7 @@ import { UserError } from '../errors.js';
 import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
 import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
+import { guardProcessOutput } from './output.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
 
@@ -187,6 +188,14 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // Before anything is written: every byte to stdout and stderr is redacted and defused there.
+  guardProcessOutput();
+  // A crash is output too, and Node would print it past the guard (a server's words in its
+  // message): it goes through the one handler instead, and the process ends as Node's would.
+  process.on('uncaughtException', (err) => {
+    handleError(err, argv.includes('--debug'));
+    process.exit(1);
+  });
   const program = buildProgram();
   program.exitOverride();
   try {

@@ -7,9 +7,11 @@ import { renderText } from '../core/render/text.js';
 import { renderJson } from '../core/render/json.js';
 import { renderMarkdown } from '../core/render/markdown.js';
 import { toSavedPlan } from '../apply/saved-plan.js';
+import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
+import { keysInLive, placeholdersInWrites, SHOWN_IN_PLAN, warnKeysInLive } from './live-keys.js';
 
 interface PlanFlags {
   format: 'text' | 'json' | 'markdown';
@@ -53,11 +55,20 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   });
   try {
     const { live, plan } = await fetchAndPlan(client, desired, 8);
-    process.stdout.write(renderPlan(plan, opts.format, useColor(globals), live));
+    // The plan compared the real values; what is shown and saved has the keys redacted.
+    warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
+    // Only the markdown flowcharts show live values beyond the plan (live phase names).
+    process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined));
     if (opts.out) {
-      const saved = toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt: new Date().toISOString() });
-      savePlan(opts.out, JSON.stringify(saved, null, 2) + '\n');
-      log.info(`saved the plan to ${opts.out}; apply it with: dus-sync apply ${opts.out}`);
+      const saved = redactDeep(toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt: new Date().toISOString() }));
+      savePlan(opts.out, redact(JSON.stringify(saved, null, 2)) + '\n');
+      const blocked = placeholdersInWrites(saved);
+      if (blocked.length > 0) {
+        log.warn(`saved the plan to ${opts.out}, with an API key found in live data replaced by [REDACTED] in what it would write (${blocked.slice(0, 3).join(', ')}${blocked.length > 3 ? ', …' : ''}); `
+          + 'apply refuses it, as it would write the placeholder: run dus-sync apply without a plan file');
+      } else {
+        log.info(`saved the plan to ${opts.out}; apply it with: dus-sync apply ${opts.out}`);
+      }
     }
     if (plan.conflicts.length > 0) log.error(`${plan.conflicts.length} conflict(s): phases are append-only; fix the YAML to match the live phases`);
     if (plan.errors.length > 0) log.error(`${plan.errors.length} object(s) cannot be planned (see above)`);

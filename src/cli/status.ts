@@ -1,8 +1,10 @@
 // `dus-sync status`: live rollout status of the declared actions (reads only).
 import { connect, loadOrThrow } from '../agent/reconcile.js';
 import { renderStatusJson, renderStatusText, type ActionStatus } from '../core/render/status.js';
+import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
+import { keysIn, SHOWN, warnKeysInLive } from './live-keys.js';
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const format = (rawOpts.format as string | undefined) ?? 'text';
@@ -19,7 +21,9 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     const statuses: ActionStatus[] = await Promise.all(actions.map(async (a) => ({
       tenant: a.tenant, id: a.id, declaredPhases: a.phases.length, live: await client.tenant(a.tenant).getAction(a.id),
     })));
-    process.stdout.write(format === 'json' ? renderStatusJson(statuses) : renderStatusText(statuses, { color: useColor(globals) }));
+    warnKeysInLive(log, statuses.flatMap((s) => (s.live ? keysIn(s.tenant, `action ${s.id}`, s.live) : [])), SHOWN);
+    const shown = redactDeep(statuses);
+    process.stdout.write(format === 'json' ? renderStatusJson(shown) : renderStatusText(shown, { color: useColor(globals) }));
     return statuses.some((s) => s.live === null) ? 1 : 0;
   } finally {
     await client.close();

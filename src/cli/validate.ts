@@ -2,8 +2,9 @@
 import { ConfigError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, readParsedFiles } from '../load/index.js';
-import { redact } from '../redact.js';
+import { safeText } from '../core/render/ansi.js';
 import { configEnv, paint, parseSelector, useColor, type GlobalOptions } from './context.js';
+import { writeWorkflowCommands } from './output.js';
 
 export type ValidateFormat = 'text' | 'json' | 'github';
 
@@ -18,13 +19,16 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions,
     const result = assemble(parsed, config, { tenants: globals.tenant, selector: parseSelector(globals.selector) });
     issues = result.issues;
     files = parsed.length;
-    if (files === 0) process.stderr.write(`warning: no desired-state files were found in ${config.dir}${config.resources ? ` matching ${config.resources.join(', ')}` : ''}\n`);
+    if (files === 0) process.stderr.write(`warning: no desired-state files were found in ${safeText(config.dir)}${config.resources ? ` matching ${safeText(config.resources.join(', '))}` : ''}\n`);
     documents = parsed.reduce((n, f) => n + f.documents.length, 0);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     issues = err.issues;
   }
-  process.stdout.write(redact(renderIssues(issues, format, { files, documents, color: useColor(globals) })));
+  const out = renderIssues(issues, format, { files, documents, color: useColor(globals) });
+  // Workflow commands on purpose: renderIssues escapes their data the way GitHub documents.
+  if (format === 'github') writeWorkflowCommands(out);
+  else process.stdout.write(out);
   return issues.length === 0 ? 0 : 1;
 }
 
@@ -53,7 +57,8 @@ function renderText(issues: readonly ConfigIssue[], o: RenderOptions): string {
   }
   const groups = new Map<string, ConfigIssue[]>();
   for (const i of issues) groups.set(i.file, [...(groups.get(i.file) ?? []), i]);
-  const blocks = [...groups.values()].map((g) => g.map((i) => `${c('bold', `${i.file}:${i.line}:${i.column}`)}: ${i.message}\n`).join(''));
+  // File names and messages are one line each: a file name can hold a newline and `::error`.
+  const blocks = [...groups.values()].map((g) => g.map((i) => `${c('bold', `${safeText(i.file)}:${i.line}:${i.column}`)}: ${safeText(i.message)}\n`).join(''));
   return `${blocks.join('\n')}\n${c('red', `${plural(issues.length, 'problem')} in ${plural(groups.size, 'file')}`)}\n`;
 }
 
@@ -65,11 +70,15 @@ function sortIssues(issues: readonly ConfigIssue[]): ConfigIssue[] {
   return [...issues].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line || a.column - b.column));
 }
 
-/** GitHub workflow commands: the message escapes % CR LF; property values also : and ,. */
-function ghData(s: string): string {
-  return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+/**
+ * GitHub workflow commands, escaped as GitHub documents (and as @actions/core does): in the
+ * message % CR LF become %25 %0D %0A; in a property (file=, line=, col=, title=) also : and ,
+ * become %3A and %2C. Other control characters are then escaped visibly, like everywhere else.
+ */
+export function ghData(s: string): string {
+  return safeText(s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A'));
 }
 
-function ghProperty(s: string): string {
+export function ghProperty(s: string): string {
   return ghData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }

@@ -3,7 +3,6 @@
 // Logs (pino) go to standard error: standard output carries only a command's result.
 import type { ResolvedConfig } from '../model/index.js';
 import { resolveConfig } from '../load/config.js';
-import { redact } from '../redact.js';
 import { startHttp, readinessOf, type AgentHttp } from '../agent/http.js';
 import { createLogger } from '../agent/logger.js';
 import { AgentMetrics } from '../agent/metrics.js';
@@ -30,7 +29,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   try {
     first = await resolveConfig({ config: globals.config, dir: globals.dir, cwd, env });
   } catch (err) {
-    log.error(redact(err instanceof Error ? err.message : String(err)));
+    log.error(err instanceof Error ? err.message : String(err));
   }
   const targets: WatchTargets = first ? watchTargets(first) : fallbackTargets(cwd, globals.config, globals.dir);
   const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;

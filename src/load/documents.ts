@@ -3,6 +3,7 @@
 import type { Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, FirmwareSpec, JsonObject, PhaseSpec, ResolvedConfig, SourceLocation } from '../model/index.js';
+import { REDACTED } from '../redact.js';
 import { hint } from './did-you-mean.js';
 import { issueAt, locate, offsetOf, type YamlSource } from './yaml-source.js';
 
@@ -74,6 +75,12 @@ export function semanticChecks(value: JsonObject, config: ResolvedConfig, positi
     });
   }
 
+  if (spec && hasPlaceholder(spec)) {
+    for (const { path, key } of placeholders(spec, ['spec'])) {
+      at(path, `/${path.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`, PLACEHOLDER_MESSAGE, key);
+    }
+  }
+
   let identity: Identity | undefined;
   if (tenant !== undefined && spec) {
     const kind = value.kind === 'Firmware' ? 'firmware' : value.kind === 'Action' ? 'action' : undefined;
@@ -86,6 +93,32 @@ export function semanticChecks(value: JsonObject, config: ResolvedConfig, positi
     }
   }
   return { issues, identity };
+}
+
+const PLACEHOLDER_MESSAGE = `the placeholder ${REDACTED} is here: dus-sync export writes it where the live data held an API key, `
+  + 'and applying it would write the placeholder itself; write the value that belongs here, or leave this field out';
+
+/**
+ * Where a value (or an object key) holds the placeholder that export writes in place of an API
+ * key. Such a document must not be planned: plan compares real values, so it would see a
+ * difference and apply would write "[REDACTED]" over the live value.
+ */
+function hasPlaceholder(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes(REDACTED);
+  if (Array.isArray(value)) return value.some(hasPlaceholder);
+  if (!isPlainObject(value)) return false;
+  for (const k in value) if (k.includes(REDACTED) || hasPlaceholder(value[k])) return true;
+  return false;
+}
+
+function placeholders(value: unknown, path: string[]): { path: string[]; key: boolean }[] {
+  if (typeof value === 'string') return value.includes(REDACTED) ? [{ path, key: false }] : [];
+  if (Array.isArray(value)) return value.flatMap((v, i) => placeholders(v, [...path, String(i)]));
+  if (!isPlainObject(value)) return [];
+  return Object.entries(value).flatMap(([k, v]) => [
+    ...(k.includes(REDACTED) ? [{ path: [...path, k], key: true }] : []),
+    ...placeholders(v, [...path, k]),
+  ]);
 }
 
 // ---------------------------------------------------------------- building objects

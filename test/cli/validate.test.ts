@@ -24,9 +24,9 @@ const issues: ConfigIssue[] = [
 ];
 
 describe('renderIssues', () => {
-  it('text: grouped by file, sorted, with a count', () => {
+  it('text: grouped by file, sorted, with a count; each issue on one line, its newlines escaped', () => {
     expect(renderIssues(issues, 'text', { files: 2, documents: 3 })).toBe(
-      'a,b:c.yaml:9:2: odd, path: 100%\nnext line\n\nb.yaml:1:5: first\nb.yaml:3:1: second\n\n3 problems in 2 files\n');
+      'a,b:c.yaml:9:2: odd, path: 100%\\nnext line\n\nb.yaml:1:5: first\nb.yaml:3:1: second\n\n3 problems in 2 files\n');
   });
   it('text: a valid run says how much it checked', () => {
     expect(renderIssues([], 'text', { files: 1, documents: 12 })).toBe('1 file, 12 documents: valid\n');

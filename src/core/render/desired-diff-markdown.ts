@@ -5,6 +5,7 @@ import type { PhaseSpec } from '../../model/index.js';
 import type { ActionDiff, DesiredDiff, DiffEntry, FirmwareDiff } from '../desired-diff.js';
 import { diffTenants } from '../desired-diff.js';
 import { compactJson, showDependency, showDependencyList, showManaged, showValue, summaryLine } from './desired-diff-format.js';
+import { safeText } from './ansi.js';
 
 export interface DiffMarkdownOptions {
   readonly base: string;
@@ -14,16 +15,20 @@ export interface DiffMarkdownOptions {
 
 export const MARKDOWN_MAX_LENGTH = 60_000;
 
-/** Text safe inside markdown (and table cells): no HTML, no pipes, no emphasis. */
+/** Text safe inside markdown (and table cells): no HTML, no pipes, no emphasis, no control characters. */
 export function mdText(text: string): string {
-  return text.replace(/[\\`*_{}[\]<>()#+!|~]/g, (c) => `\\${c}`).replace(/\r?\n/g, ' ');
+  return safeText(text).replace(/[\\`*_{}[\]<>()#+!|~&]/g, (c) => `\\${c}`);
 }
 
-/** An inline code span that survives backticks and pipes in the value. */
+/**
+ * An inline code span that survives backticks and pipes in the value: its fence is one
+ * backtick longer than the longest run inside, so no run can close it early.
+ */
 export function mdCode(text: string): string {
-  const clean = text.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
-  const fence = clean.includes('`') ? '``' : '`';
-  const pad = fence === '``' || clean.startsWith('`') || clean.endsWith('`') ? ' ' : '';
+  const clean = safeText(text).replace(/\|/g, '\\|');
+  const longest = Math.max(0, ...(clean.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = longest > 0 || clean.startsWith(' ') || clean.endsWith(' ') ? ' ' : '';
   return `${fence}${pad}${clean}${pad}${fence}`;
 }
 
@@ -49,7 +54,7 @@ function firmwareRow(e: FirmwareDiff): string {
 }
 
 function mermaidLabel(p: PhaseSpec): string {
-  return p.name.replace(/["\\`<>]/g, (c) => `#${c.charCodeAt(0)};`).replace(/\r?\n/g, ' ');
+  return safeText(p.name).replace(/["\\`<>#&]/g, (c) => `#${c.charCodeAt(0)};`);
 }
 
 /** A left-to-right picture of the whole rollout; new phases are highlighted. */

@@ -1,5 +1,6 @@
 // `dus-sync status` rendering: each declared action's live phases as a compact timeline.
 import type { Action } from '../../model/index.js';
+import { safeText } from './ansi.js';
 
 export interface ActionStatus {
   readonly tenant: string;
@@ -25,18 +26,20 @@ export function renderStatusText(actions: readonly ActionStatus[], opts: { color
   const lines: string[] = [];
   for (const a of actions) {
     if (a.live === null) {
-      lines.push(`${style(opts.color, '1', `${a.tenant} action ${a.id}`)}: ${style(opts.color, '31', 'not found')}`, '');
+      lines.push(`${style(opts.color, '1', `${safeText(a.tenant)} action ${a.id}`)}: ${style(opts.color, '31', 'not found')}`, '');
       continue;
     }
     const act = a.live;
     const triggered = act.phases_triggered ?? [];
     const next = act.next_phase_index ?? triggered.findIndex((t) => !t);
-    lines.push(`${style(opts.color, '1', `${a.tenant} action ${a.id}`)}  status ${act.status ?? '-'}  phases ${act.phases.length}/${a.declaredPhases} declared`);
-    const width = Math.max(16, ...act.phases.map((p) => p.name.length));
+    // Live names and values are the server's words: one line each, control characters escaped.
+    lines.push(`${style(opts.color, '1', `${safeText(a.tenant)} action ${a.id}`)}  status ${safeText(String(act.status ?? '-'))}  phases ${act.phases.length}/${a.declaredPhases} declared`);
+    const names = act.phases.map((p) => safeText(String(p.name)));
+    const width = Math.max(16, ...names.map((n) => n.length));
     act.phases.forEach((p, i) => {
       const mark = triggered[i] ? style(opts.color, '32', '✓') : i === next ? style(opts.color, '33', '→') : style(opts.color, '2', '·');
       const state = triggered[i] ? 'triggered' : i === next ? 'next' : 'waiting';
-      lines.push(`  ${mark} ${String(i).padStart(2)} ${p.name.padEnd(width)} ${state.padEnd(9)} trigger_on ${JSON.stringify(p.trigger_on ?? {})}`);
+      lines.push(`  ${mark} ${String(i).padStart(2)} ${names[i]!.padEnd(width)} ${state.padEnd(9)} trigger_on ${safeText(JSON.stringify(p.trigger_on ?? {}))}`);
     });
     for (let i = act.phases.length; i < a.declaredPhases; i += 1) {
       lines.push(`  ${style(opts.color, '2', '+')} ${String(i).padStart(2)} ${'(in YAML)'.padEnd(16)} not yet appended: run dus-sync apply`);

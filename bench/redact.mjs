@@ -1,0 +1,40 @@
+// `node bench/redact.mjs`: what redact() costs on 1 MB of text, the size of a big plan or a long
+// burst of logs. Every line written to a terminal, a log, a file or an HTTP answer goes through it.
+import { build } from 'esbuild';
+import { join } from 'node:path';
+
+const out = await build({ entryPoints: [join(import.meta.dirname, '..', 'src', 'redact.ts')], bundle: true, format: 'esm', platform: 'node', write: false });
+const { redact, registerSecret } = await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
+
+const MB = 1_000_000;
+const fill = (line) => line.repeat(Math.ceil(MB / line.length)).slice(0, MB);
+const texts = {
+  'plain text (a text plan)': fill('  ~ firmware 2.4.1 (modem)\n      is_deactivated: false → true\n'),
+  'JSON log lines (escapes: 2 decoding levels)': fill('{"level":"info","msg":"GET /api/v1/firmware-bundles?page=3 answered \\"ok\\"","path":"a%2Fb"}\n'),
+  'one key every 1 KB': fill(`${'x'.repeat(1000)} sec-KEY-3f9a1c7e5b2d4f6a8c0e\n`),
+};
+
+registerSecret('sec-KEY-3f9a1c7e5b2d4f6a8c0e');
+for (const keys of [1, 10]) {
+  // Ten tenants: nine more keys of 40 to 64 characters.
+  if (keys === 10) for (let i = 1; i < 10; i++) registerSecret(`tenant-${i}-${'k3Y'.repeat(10 + i)}`);
+  for (const [name, text] of Object.entries(texts)) {
+    redact(text);
+    const times = [];
+    for (let r = 0; r < 7; r++) {
+      const t = performance.now();
+      redact(text);
+      times.push(performance.now() - t);
+    }
+    times.sort((a, b) => a - b);
+    process.stdout.write(`${keys} key(s), 1 MB, ${name}: ${times[3].toFixed(1)} ms (median of 7)\n`);
+  }
+}
+for (const line of [
+  'warning: the API failed on PUT /api/v1/firmwares/2.4.1 for tenant acme (500): internal error\n',
+  '{"level":"warn","msg":"the API failed on PUT /api/v1/firmwares/2.4.1 for tenant acme (500): \\"internal\\" error"}\n',
+]) {
+  const t = performance.now();
+  for (let i = 0; i < 100_000; i++) redact(line);
+  process.stdout.write(`one line of ${line.length} characters${line.includes('\\') ? ' with escapes' : ''}: ${((performance.now() - t) / 100).toFixed(2)} µs\n`);
+}

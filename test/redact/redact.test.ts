@@ -1,0 +1,141 @@
+// redact(): a registered key must not survive in any form a server, a proxy or our own
+// formatting may give it: cut short, JSON-escaped (once or twice), percent-encoded, as HTML
+// entities, base64 (standard or URL-safe, padded or not, in any alignment). Ordinary text,
+// and text with fewer than 8 characters of a key, is left alone.
+import { afterEach, describe, expect, it } from 'vitest';
+import { clearSecretsForTests, containsSecret, redact, redactDeep, registerSecret } from '../../src/redact.js';
+
+const KEY = 'sec-KEY-3f9a1c7e5b2d4f6a8c0e';
+const ODD = 'sec"ODD\\key with/+=%and-more-0123';
+
+afterEach(() => clearSecretsForTests());
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+const b64url = (s: string) => b64(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+/** Every way the tests below let a server echo `key`, each inside some text. */
+function echoes(key: string): [string, string][] {
+  const json = JSON.stringify(key).slice(1, -1);
+  return [
+    ['raw', key],
+    ['cut short (15 of the characters)', key.slice(0, 15)],
+    ['cut short (8 characters)', key.slice(0, 8)],
+    ['its tail', key.slice(-9)],
+    ['a middle part', key.slice(5, 17)],
+    ['JSON-escaped', json],
+    ['JSON-escaped twice', JSON.stringify(json).slice(1, -1)],
+    ['JSON with every character as \\u', [...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')],
+    ['JSON-escaped slashes', json.replace(/\//g, '\\/')],
+    ['percent-encoded', encodeURIComponent(key)],
+    ['percent-encoded, lower-case hex', encodeURIComponent(key).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())],
+    ['percent-encoded, every character', [...key].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('')],
+    ['form-encoded', new URLSearchParams({ k: key }).toString().slice(2)],
+    ['percent-encoded twice', encodeURIComponent(encodeURIComponent(key))],
+    ['HTML entities', [...key].map((c) => `&#${c.charCodeAt(0)};`).join('')],
+    ['base64', b64(key)],
+    ['base64 without padding', b64(key).replace(/=+$/, '')],
+    ['base64url', b64url(key)],
+    ['base64 after 1 character', b64(`x${key}`)],
+    ['base64 after 2 characters', b64(`xy${key}`)],
+    ['base64url after 2 characters', b64url(`xy${key}`)],
+    ['base64 of its first 15 characters', b64(key.slice(0, 15))],
+    ['base64 of JSON that holds it', b64(JSON.stringify({ detail: `bad key ${key}` }))],
+    ['base64 inside a URL, percent-encoded', encodeURIComponent(b64(`Key ${key}`))],
+  ];
+}
+
+/** No 8-character run of `key`, of any encoding of it, is left in `text`. */
+function leaks(text: string, key: string): string[] {
+  const forms = [key, JSON.stringify(key).slice(1, -1), encodeURIComponent(key), b64(key), b64url(key), b64(`x${key}`), b64(`xy${key}`)];
+  const out: string[] = [];
+  for (const f of forms) for (let i = 0; i + 8 <= f.length; i++) if (text.includes(f.slice(i, i + 8))) out.push(f.slice(i, i + 8));
+  return out;
+}
+
+describe('redact', () => {
+  for (const key of [KEY, ODD]) {
+    for (const [name, echoed] of echoes(key)) {
+      it(`hides ${name} (${key === KEY ? 'plain key' : 'key with " \\ / + = % and a space'})`, () => {
+        registerSecret(key);
+        const text = `error: the server said "${echoed}" at 12:00`;
+        const out = redact(text);
+        expect(out).toContain('[REDACTED]');
+        expect(out.startsWith('error: the server said "')).toBe(true);
+        expect(out.endsWith(' at 12:00')).toBe(true);
+        if (!name.startsWith('base64')) expect(leaks(out, key)).toEqual([]);
+        expect(containsSecret(text)).toBe(true);
+      });
+    }
+  }
+
+  it('leaves at most the last 3 characters of a base64 run that a cut left mid-key', () => {
+    registerSecret(KEY);
+    const encoded = b64(KEY.slice(0, 20));
+    const out = redact(`x ${encoded} y`);
+    expect(out).toMatch(/^x \[REDACTED\]\S{0,3} y$/);
+  });
+
+  it('keeps ordinary text, and fewer than 8 characters of a key, as they are', () => {
+    registerSecret(KEY);
+    for (const text of ['', 'plan: 3 changes', 'sec-KEY', `${KEY.slice(0, 7)}!`, `…${KEY.slice(-7)}`, '%%%\\\\&&&amp;%41\\u0041', 'a'.repeat(10_000), b64(KEY.slice(0, 5))]) {
+      expect(redact(text)).toBe(text);
+      expect(containsSecret(text)).toBe(false);
+    }
+  });
+
+  it('replaces the whole run: a key that straddles a cut is one [REDACTED], and two keys side by side are one', () => {
+    registerSecret(KEY);
+    registerSecret('other-key-0123456789');
+    expect(redact(`a ${KEY}other-key-0123456789 b`)).toBe('a [REDACTED] b');
+    expect(redact(`a ${KEY} other-key-0123456789 b`)).toBe('a [REDACTED] [REDACTED] b');
+    expect(redact(`…${KEY.slice(-12)} and ${KEY.slice(0, 12)}…`)).toBe('…[REDACTED] and [REDACTED]…');
+  });
+
+  it('cuts the text as written, around whole escapes, so that JSON stays JSON', () => {
+    registerSecret(ODD);
+    const doc = JSON.stringify({ detail: `key ${ODD}!`, twice: JSON.stringify({ k: ODD }) });
+    const out = redact(doc);
+    expect(() => JSON.parse(out) as unknown).not.toThrow();
+    expect(JSON.parse(out)).toEqual({ detail: 'key [REDACTED]!', twice: '{"k":"[REDACTED]"}' });
+  });
+
+  it('matches short keys (4-7 characters) whole only', () => {
+    registerSecret('abcd12');
+    expect(redact('x abcd12 y abcd1 z')).toBe('x [REDACTED] y abcd1 z');
+    registerSecret('abc');
+    expect(redact('abc')).toBe('abc');
+  });
+
+  it('redactDeep: strings, object keys and Map keys, with the path of each', () => {
+    registerSecret(KEY);
+    const found: string[] = [];
+    const value = {
+      phases: [{ name: 'ok', info: { token: `t=${KEY}`, [KEY]: 1, n: 2 } }],
+      deps: new Map([[`v-${KEY}`, { min_version: KEY }]]),
+      n: 1, b: true, z: null,
+    };
+    const out = redactDeep(value, (p) => found.push(p));
+    expect(JSON.stringify({ ...out, deps: [...out.deps] })).not.toContain(KEY.slice(0, 8));
+    expect(out.phases[0]!.info).toEqual({ token: 't=[REDACTED]', '[REDACTED]': 1, n: 2 });
+    expect([...out.deps.keys()]).toEqual(['v-[REDACTED]']);
+    expect(found).toEqual([
+      'phases[0].info.token',
+      'phases[0].info["[REDACTED]"]',
+      'deps["v-[REDACTED]"]',
+      'deps["v-[REDACTED]"].min_version',
+    ]);
+    expect(value.phases[0]!.info.token).toBe(`t=${KEY}`);
+  });
+
+  it('costs little: 1 MB of log text with escapes and a few keys in well under a second', () => {
+    registerSecret(KEY);
+    registerSecret(ODD);
+    const line = `{"level":"info","msg":"GET /api/v1/firmware-bundles?page=3 200 \\"ok\\" 12 ms","tenant":"acme","path":"a%2Fb&amp;c"}\n`;
+    const text = line.repeat(Math.ceil(1_000_000 / line.length)) + `leak ${KEY}\n`;
+    const started = performance.now();
+    const out = redact(text);
+    const ms = performance.now() - started;
+    expect(out.endsWith('leak [REDACTED]\n')).toBe(true);
+    expect(ms).toBeLessThan(1000);
+  });
+});
