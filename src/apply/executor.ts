@@ -271,6 +271,7 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly
   const digest = phaseDigest(c.after);
   const k = c.index;
   let lastRefusal: unknown;
+  let sends = 0;
   for (let send = 1; send <= MAX_SENDS; send++) {
     // Journaled before the read, so that nothing slow sits between the read and the send.
     const intent = await deps.journal.recordIntent({ tenant: c.tenant, action_id: c.action_id, index: k, name: c.after.name, digest });
@@ -294,6 +295,7 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly
       return { status: 'failed', message: `${why}; nothing was appended: fix the action or the YAML, then plan again`, stopChain: `skipped because action ${c.action_id} is in conflict` };
     }
     let answer: Action;
+    sends = send;
     try {
       answer = await tc.appendPhase(c.action_id, c.after);
     } catch (err) {
@@ -313,7 +315,7 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly
     await deps.journal.recordOutcome(intent.id, 'acknowledged');
     return afterAnswer(c, answer, expected);
   }
-  return { status: 'failed', message: `the API refused the append ${MAX_SENDS > 1 ? 'every time' : ''}: ${sentence(lastRefusal)}`.replace('  ', ' ') };
+  return { status: 'failed', message: `the API refused the append${sends > 1 ? ` ${sends} times` : ''}: ${sentence(lastRefusal)}` };
 }
 
 /** A 2xx whose body was not usable (malformed, another object): the append is done all the same. */

@@ -174,7 +174,7 @@ describe('executePlan', () => {
     api.tenant = () => ({ ...tc, appendPhase: () => Promise.reject(rateLimited()) });
     const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), deps(api));
     expect(report.failed).toBe(1);
-    expect(report.results[0]!.message).toMatch(/refused the append every time: append_phase answered 429/);
+    expect(report.results[0]!.message).toMatch(/refused the append 3 times: append_phase answered 429/);
     expect(journal.open()).toEqual([]);
   });
 

@@ -16,7 +16,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
 import { CLI, STACK } from './helpers.js';
 
-const KEY = 'hostile-files-key-0123456789abcdef';
+// Shares no 8 characters with the temp folders' names (dus-hostile-…): redaction would hide them too.
+const KEY = 'hf-k3y-0123456789abcdef-zz9';
 const POSIX = process.platform !== 'win32';
 
 interface Run { code: number | null; stdout: string; stderr: string }

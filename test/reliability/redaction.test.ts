@@ -122,6 +122,8 @@ async function echoServer(echo: Echo, where: 'reads' | 'writes'): Promise<string
     };
     const detail = { detail: echo.detail(key) };
     if (where === 'reads') return send(500, detail);
+    // Each write is decided on a fresh read of its object: the bundle by version, then the action.
+    if (req.method === 'GET' && req.url === '/api/v1/firmware-bundles/version/2024.01') return send(200, BUNDLES.results[0]);
     if (req.method === 'GET' && req.url?.startsWith('/api/v1/firmware-bundles')) return send(200, BUNDLES);
     if (req.method === 'GET' && req.url === '/api/v1/actions/7') return send(200, ACTION_7);
     if (req.method === 'PUT') return send(400, detail);
