@@ -1,7 +1,8 @@
 // Saved plans (`plan --out`, `apply PLANFILE`): the plan plus a fingerprint of every live
 // object it was computed from, so that applying it after the live state moved is refused
 // before any write.
-import { readFile } from 'node:fs/promises';
+import { readRegularFile } from '../load/read-file.js';
+import { MAX_FILE_SIZE } from '../limits.js';
 import type {
   Change, DesiredState, LiveFingerprint, LiveState, Plan, SavedPlan,
 } from '../model/index.js';
@@ -86,13 +87,10 @@ export function serializeSavedPlan(p: SavedPlan): string {
 }
 
 export async function readSavedPlan(path: string): Promise<SavedPlan> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new UserError(`cannot read the plan file ${path} (${code}); check the path given to apply`);
-  }
+  // Only a regular file, bounded while reading: a FIFO or /dev/zero given as the plan must not hang apply.
+  const read = readRegularFile(path, { maxBytes: MAX_FILE_SIZE.max });
+  if (!read.ok) throw new UserError(`cannot read the plan file ${path}: ${read.message.replace(/desired-state files are small, so this is probably not one: .*$/, 'this is not a saved plan')}; check the path given to apply`);
+  const text = read.text;
   let value: unknown;
   try {
     value = JSON.parse(text.replace(/^\uFEFF/, ''));

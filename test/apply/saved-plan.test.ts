@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,7 +97,14 @@ describe('saved plans', () => {
 
   it('refuses a file that cannot be read, naming it', async () => {
     const path = join(dir, 'missing.json');
-    await expect(readSavedPlan(path)).rejects.toThrow(new UserError(`cannot read the plan file ${path} (ENOENT); check the path given to apply`));
+    await expect(readSavedPlan(path)).rejects.toThrow(new UserError(`cannot read the plan file ${path}: the file does not exist (or was removed while it was being read); check the path given to apply`));
+  });
+
+  it('refuses a named pipe or a device at once, instead of waiting on it forever', async () => {
+    const fifo = join(dir, 'plan.fifo');
+    execFileSync('mkfifo', [fifo]);
+    await expect(readSavedPlan(fifo)).rejects.toThrow(/cannot read the plan file .*plan\.fifo: this is a named pipe \(FIFO\), not a regular file/);
+    await expect(readSavedPlan('/dev/zero')).rejects.toThrow(/cannot read the plan file \/dev\/zero: this is a character device/);
   });
 
   it('refuses a file that is not JSON', async () => {
