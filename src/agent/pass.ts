@@ -11,6 +11,7 @@ import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
 import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
+import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../live-keys.js';
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, tenantsOf, withApplyLock,
 } from './reconcile.js';
@@ -103,6 +104,15 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     return api;
   }
 
+  // A key in live data is warned about when it is found, not on every pass: the same warning
+  // every interval would bury everything else in the log.
+  let warnedKeys = '';
+  const warnKeysOnce = (found: readonly KeyLocation[]): void => {
+    const now = found.map((l) => `${l.tenant}\0${l.object}\0${l.path}`).sort().join('\n');
+    if (now !== warnedKeys) warnKeysInLive(opts.log, found.filter((l) => !warnedKeys.split('\n').includes(`${l.tenant}\0${l.object}\0${l.path}`)), SHOWN_IN_PLAN);
+    warnedKeys = now;
+  };
+
   const pass: ReconcilePass = async (trigger: PassTrigger, signal: AbortSignal): Promise<PassResult> => {
     let config: ResolvedConfig;
     try {
@@ -120,7 +130,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const tenants = tenantsOf(desired);
       if (tenants.length === 0) return result({ result: 'success', message: 'no desired-state documents' });
       const api = await clientFor(config, tenants);
-      const { plan } = await fetchAndPlan(api, desired, opts.concurrency, signal);
+      const { plan, live } = await fetchAndPlan(api, desired, opts.concurrency, signal);
+      warnKeysOnce(keysInLive(live, desired));
       const drift = countBy(plan.changes, (c) => c.tenant);
       const conflicts = countBy(plan.conflicts, (c) => c.tenant);
       for (const c of plan.conflicts) opts.log.warn(`conflict on action ${c.key} in ${c.tenant}: ${c.message}`);

@@ -17,7 +17,7 @@ import { safeText } from '../core/render/ansi.js';
 import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
-import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from './live-keys.js';
+import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface ApplyFlags {
   autoApprove?: boolean;

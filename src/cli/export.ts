@@ -16,7 +16,7 @@ import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
 import { setup } from './common.js';
 import { apiLimitFlags, type GlobalOptions } from './context.js';
-import { EXPORTED, keysInExport, warnKeysInLive } from './live-keys.js';
+import { EXPORTED, keysInExport, warnKeysInLive } from '../live-keys.js';
 
 export const SCHEMA_URL = 'https://dus-sync.dev/schemas/v1/resource.schema.json';
 

@@ -11,7 +11,7 @@ import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
-import { keysInLive, placeholdersInWrites, SHOWN_IN_PLAN, warnKeysInLive } from './live-keys.js';
+import { keysInLive, placeholdersInWrites, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface PlanFlags {
   format: 'text' | 'json' | 'markdown';

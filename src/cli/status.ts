@@ -4,7 +4,7 @@ import { renderStatusJson, renderStatusText, type ActionStatus } from '../core/r
 import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
-import { keysIn, SHOWN, warnKeysInLive } from './live-keys.js';
+import { keysIn, SHOWN, warnKeysInLive } from '../live-keys.js';
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const format = (rawOpts.format as string | undefined) ?? 'text';

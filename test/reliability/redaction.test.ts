@@ -418,12 +418,17 @@ describe('a key in live data', () => {
     expect(em.stats.writes).toBe(0);
   });
 
-  it('watch (dry run): its logs and /metrics never show it', async () => {
+  it('watch (dry run): its logs and /metrics never show it; where it is found is warned once, not every pass', async () => {
     const em = await emulator(liveKeySeed());
     const dir = liveKeyRepo(em.url);
-    const w = await watchRun(dir, { DUS_API_KEY_ACME: LIVE_KEY }, (e) => /conflict on action 7/.test(e), ['--dry-run']);
+    // Three passes (1 s interval): the warning naming where the key is comes once, not every pass.
+    const w = await watchRun(dir, { DUS_API_KEY_ACME: LIVE_KEY }, (e) => (e.match(/conflict on action 7/g) ?? []).length >= 3, ['--dry-run']);
     expect(w.code).toBe(0);
     expect(w.stderr).toMatch(/conflict on action 7 in acme: .*\[REDACTED\]/);
+    const warnings = w.stderr.split('\n').filter((l) => l.includes('holds an API key'));
+    expect(warnings.length, w.stderr).toBeGreaterThan(0);
+    expect(warnings.join('\n')).toMatch(/action 7, at phases\[\d+\]/);
+    expect(new Set(warnings.map((l) => (JSON.parse(l) as { msg: string }).msg)).size).toBe(warnings.length);
     expectNoKey([w.stdout, w.stderr, w.probes.readyz.text, w.probes.metrics.text], [LIVE_KEY]);
     expect(em.stats.writes).toBe(0);
   }, 40_000);

@@ -8,9 +8,9 @@
 // named in one warning on standard error (tenant, object, field path), never the key itself.
 // Writing a placeholder back is refused: apply refuses a saved plan whose writes hold one, and
 // validate/plan refuse a desired-state file that holds one (src/load/documents.ts).
-import type { Action, DesiredState, LiveFirmware, LiveState, Logger, Plan } from '../model/index.js';
-import { UserError } from '../errors.js';
-import { REDACTED, redactDeep } from '../redact.js';
+import type { Action, DesiredState, LiveFirmware, LiveState, Logger, Plan } from './model/index.js';
+import { UserError } from './errors.js';
+import { REDACTED, redactDeep } from './redact.js';
 
 export interface KeyLocation {
   readonly tenant: string;
