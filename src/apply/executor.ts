@@ -130,9 +130,11 @@ async function runChain(chain: Chain, run: Run): Promise<void> {
   }
 }
 
+const INTERRUPTED = 'skipped because the apply was interrupted';
+
 function stopReason(run: Run): string | undefined {
   if (run.lockLost !== undefined) return `skipped because ${run.lockLost}`;
-  if (run.deps.signal?.aborted) return 'skipped because the apply was interrupted';
+  if (run.deps.signal?.aborted) return INTERRUPTED;
   if (run.deps.failFast && run.anyFailed) return 'skipped because another change failed and --fail-fast is set';
   return undefined;
 }
@@ -193,6 +195,7 @@ async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Out
   const tc = deps.client.tenant(c.tenant);
   const fresh = await readWithRetry(() => tc.getBundle(bundle, deps.signal), deps).catch((err: unknown) => err as Error);
   if (fresh instanceof Error) {
+    if (deps.signal?.aborted) return { status: 'skipped', message: INTERRUPTED };
     return { status: 'failed', message: `firmware ${c.key} could not be read before writing it, so nothing was sent: ${sentence(fresh)}` };
   }
   const record = recordIn(fresh, c);
@@ -278,6 +281,7 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly
     const read = await readWithRetry(() => tc.getAction(c.action_id, deps.signal), deps).catch((err: unknown) => err as Error);
     if (read instanceof Error || read === null) {
       await deps.journal.recordOutcome(intent.id, 'not-applied');
+      if (deps.signal?.aborted) return { status: 'skipped', message: INTERRUPTED };
       const why = read === null ? 'it was not found' : sentence(read);
       return { status: 'failed', message: `action ${c.action_id} could not be read before appending, so nothing was sent: ${why}` };
     }

@@ -1,6 +1,7 @@
 // `dus-sync apply [PLANFILE]`: plan (or load a saved plan), ask, apply, verify.
 import { createInterface } from 'node:readline/promises';
 import type { ApplyReport, Change, ChangeResult, DesiredState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
+import type { LoadFilter } from '../load/index.js';
 import { UserError } from '../errors.js';
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, systemClock, tenantsOf,
@@ -17,6 +18,7 @@ import { safeText } from '../core/render/ansi.js';
 import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
+import { onInterrupt } from './interrupt.js';
 import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface ApplyFlags {
@@ -28,6 +30,8 @@ interface ApplyFlags {
   failFast?: boolean;
   journal?: string;
   settleWindow?: number;
+  /** Milliseconds writes in flight may take to finish after SIGINT/SIGTERM. */
+  grace?: number;
 }
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions, args: string[]): Promise<number> {
@@ -36,9 +40,25 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   if (config.suspend) {
     throw new UserError('writes are suspended by "suspend: true" in the config; nothing was written');
   }
-  const planFile = args[0];
+  const interrupt = onInterrupt({ log, graceMs: opts.grace ?? 10_000 });
+  try {
+    const code = await applyCommand(args[0], config, filter, opts, globals, log, interrupt.signal);
+    return interrupt.exitCode() ?? code;
+  } catch (err) {
+    const code = interrupt.exitCode();
+    if (code === undefined) throw err;
+    // Interrupted before the first write (while reading, settling or asking): nothing to report.
+    log.error(`interrupted by ${interrupt.received()!}; nothing was written`);
+    return code;
+  } finally {
+    interrupt.dispose();
+  }
+}
+
+async function applyCommand(planFile: string | undefined, config: ResolvedConfig, filter: LoadFilter, opts: ApplyFlags, globals: GlobalOptions,
+  log: Logger, signal: AbortSignal): Promise<number> {
   const color = useColor(globals);
-  const options = applyOptions(config, opts, log);
+  const options = { ...applyOptions(config, opts, log), signal };
   if (planFile) return applySavedPlan(planFile, config, opts, options, globals, log, color);
 
   const desired = await loadOrThrow(config, filter);
@@ -48,7 +68,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
       // Planned inside the lock, from reads taken after it: nothing another run did is missed.
-      const { plan, live } = await fetchAndPlan(client, desired, opts.concurrency);
+      const { plan, live } = await fetchAndPlan(client, desired, opts.concurrency, signal);
       // Applied with the real values; shown with the keys found in live data redacted.
       warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
       process.stdout.write(renderText(redactDeep(plan), { color }));
@@ -56,7 +76,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
       const problems = plan.conflicts.length + plan.errors.length;
       if (plan.changes.length === 0) return problems > 0 ? 1 : 0;
       if (problems > 0) log.warn(`${problems} object(s) with conflicts or errors are left out; the other changes are applied`);
-      await approve(plan, opts.autoApprove === true);
+      await approve(plan, opts.autoApprove === true, signal);
       const report = await execute(plan, live, client, locked, options);
       return finish(report, problems, color, log);
     });
@@ -75,7 +95,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
   });
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
-      const live = await fetchLive(client, desired, { concurrency: opts.concurrency });
+      const live = await fetchLive(client, desired, { concurrency: opts.concurrency, signal: options.signal });
       const stale = staleObjects(saved, live);
       if (stale.length > 0) {
         throw new UserError(`plan is stale: ${stale.join('; ')}; nothing was written. Run dus-sync plan again`);
@@ -83,7 +103,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       process.stdout.write(renderText(saved, { color }));
       enforceSafety(saved, config, opts);
       if (saved.changes.length === 0) return 0;
-      await approve(saved, opts.autoApprove === true);
+      await approve(saved, opts.autoApprove === true, options.signal);
       // Every write is still decided on a fresh read of its object, against this checked live state.
       const report = await execute(saved, live, client, locked, options);
       return finish(report, 0, color, log);
@@ -124,15 +144,17 @@ function settleWindow(flag: number | undefined, config: ResolvedConfig): number 
   return flag ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
 }
 
-async function approve(plan: Plan, autoApprove: boolean): Promise<void> {
+async function approve(plan: Plan, autoApprove: boolean, signal?: AbortSignal): Promise<void> {
   if (autoApprove) return;
   if (!process.stdin.isTTY || !process.stderr.isTTY) {
     throw new UserError('refusing to apply without approval: there is no terminal to ask on; review the plan and pass --auto-approve');
   }
   const tenants = [...new Set(plan.changes.map((c) => c.tenant))].sort().join(', ');
   const rl = createInterface({ input: process.stdin, output: process.stderr });
+  // The terminal is raw while asking: Ctrl-C reaches readline, not the process. Pass it on.
+  rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
   try {
-    const answer = await rl.question(`Apply ${plan.changes.length} change${plan.changes.length === 1 ? '' : 's'} to ${tenants}? [y/N] `);
+    const answer = await rl.question(`Apply ${plan.changes.length} change${plan.changes.length === 1 ? '' : 's'} to ${tenants}? [y/N] `, signal ? { signal } : {});
     if (!/^y(es)?$/i.test(answer.trim())) throw new UserError('apply cancelled; nothing was written');
   } finally {
     rl.close();

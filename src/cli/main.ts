@@ -118,6 +118,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--fail-fast', 'stop starting new changes after the first failure')
 .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
     .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
+    .addOption(new Option('--grace <duration>', 'on SIGINT or SIGTERM, how long writes in flight may take to finish before the report (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(10_000, '10s'))
     .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, refused if live moved')
     .action(lazy(() => import('./apply.js')));
 
