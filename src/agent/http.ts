@@ -1,6 +1,7 @@
 // The agent's small HTTP server: /healthz (liveness), /readyz (readiness), /metrics (Prometheus).
 // Every body leaves through send(), which redacts it: the readiness reason quotes the last
 // pass's message (a server's words), and metrics labels carry names from the config.
+import { clip } from '../core/canonical.js';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { safeText } from '../core/render/ansi.js';
@@ -37,7 +38,7 @@ export interface ReadinessInput {
 
 /** Ready once a pass succeeded and the last success is younger than three intervals. */
 export function readinessOf(state: ReadinessInput, intervalMs: number, now: number): Readiness {
-  const last = state.lastResult ? ` (last pass: ${state.lastResult.result}: ${state.lastResult.message})` : '';
+  const last = state.lastResult ? ` (last pass: ${state.lastResult.result}: ${clip(state.lastResult.message, 500)})` : '';
   if (state.lastSuccessAt === undefined) {
     return { ready: false, reason: `no reconcile pass has succeeded yet${last}` };
   }

@@ -12,7 +12,7 @@ import { redact, registerSecret } from '../redact.js';
 import { VERSION } from '../version.js';
 import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
-import { ERROR_BODY_BYTES, formatDuration, formatSize, MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_MS } from './limits.js';
+import { ERROR_BODY_BYTES, FETCH_TIMEOUT_MS, formatDuration, formatSize, MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_MS } from './limits.js';
 import { backoffDelay, classifyNetworkError, parseRetryAfter, ResponseLimitError, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
 import type { ApiClientOptions, TenantClient } from './types.js';
 import { apiPath, parseBaseUrl, segment, type BaseUrl } from './url.js';
@@ -21,6 +21,8 @@ import { firstProblem, type ResponseShape } from './validate.js';
 export interface ApiClient {
   tenant(name: string): TenantClient;
   close(): Promise<void>;
+  /** The bounds in force, defaults filled in: what a fetch of the whole live state may take. */
+  readonly limits: { readonly maxResponseBytes: number; readonly fetchTimeoutMs: number };
 }
 
 export interface RequestEvent {
@@ -114,6 +116,7 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
   const concurrency = opts.concurrency ?? DEFAULTS.concurrency;
   const tenants = new Map<string, TenantClient>();
   return {
+    limits: { maxResponseBytes: ctx.maxResponseBytes, fetchTimeoutMs: opts.fetchTimeoutMs ?? FETCH_TIMEOUT_MS.default },
     tenant(name: string): TenantClient {
       let client = tenants.get(name);
       if (!client) {
@@ -184,12 +187,12 @@ function identityGuard(tenant: string, otherTenants: ReadonlySet<string>) {
       redact(`${endpointOf(call)} for tenant ${tenant} answered with ${what}; the answer is not used (a cache or proxy may be mixing answers up)`),
       { status, retryable: false, endpoint: endpointOf(call), wrongObject: true },
     );
-    if (action.id !== askedId) throw wrong(`action ${String(action.id)} instead of action ${askedId}`);
+    if (action.id !== askedId) throw wrong(`action ${cutText(String(action.id), 30)} instead of action ${askedId}`);
     const t = action.tenant_id;
     if (typeof t !== 'string' || t === '') return;
     if (t !== tenant && otherTenants.has(t)) throw wrong(`an action of tenant ${t}`);
     tenantId ??= t;
-    if (t !== tenantId) throw wrong(`an action of tenant_id ${JSON.stringify(t)} where its other actions have ${JSON.stringify(tenantId)}`);
+    if (t !== tenantId) throw wrong(`an action of tenant_id ${cutText(JSON.stringify(t), 100)} where its other actions have ${cutText(JSON.stringify(tenantId), 100)}`);
   };
 }
 
@@ -210,7 +213,7 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
       const reply = await send(call, signal);
       const bundle = parseAs<FirmwareBundle>('FirmwareBundle', call, reply);
       if (bundle.version !== version) {
-        throw new ApiError(redact(`${endpointOf(call)} for tenant ${tenant} answered with bundle ${JSON.stringify(bundle.version)} instead of ${JSON.stringify(version)}; the answer is not used (a cache or proxy may be mixing answers up)`),
+        throw new ApiError(redact(`${endpointOf(call)} for tenant ${tenant} answered with bundle ${cutText(JSON.stringify(bundle.version), 100)} instead of ${cutText(JSON.stringify(version), 100)}; the answer is not used (a cache or proxy may be mixing answers up)`),
           { status: reply.status, retryable: false, endpoint: endpointOf(call), wrongObject: true });
       }
       return bundle;
@@ -281,15 +284,38 @@ function nextUrl(base: BaseUrl, current: URL, next: string | null | undefined, c
     throw malformedError(endpointOf(call), `next is not a URL: ${cutText(JSON.stringify(next))}`, 200);
   }
   if (url.origin !== base.origin) {
-    throw new ApiError(redact(`refusing to follow the next link of ${endpointOf(call)} to ${cutText(url.origin)}: it is not the API's origin ${base.origin}, and the API key must not be sent there`), { endpoint: endpointOf(call), retryable: false });
+    // The foreign origin is not quoted: the URL parser lowercases a host, so a key a server put
+    // there would no longer match the redaction of its original spelling.
+    throw new ApiError(redact(`refusing to follow the next link of ${endpointOf(call)}: it leads to another origin than the API's ${base.origin}, and the API key must not be sent there`), { endpoint: endpointOf(call), retryable: false });
   }
   return url;
 }
 
 // ---------------------------------------------------------------- one request
 
+/** How a request is named in messages: the path cut, so that a 5 MB next link is not a 5 MB log line. */
 function endpointOf(call: Call): string {
-  return `${call.method} ${call.path}`;
+  return `${call.method} ${cutText(call.path, MAX_PATH_SHOWN)}`;
+}
+
+const MAX_PATH_SHOWN = 200;
+/** Deeper JSON than this is refused: the API's objects are a few levels deep, and deep recursion ends in a stack overflow. */
+export const MAX_JSON_DEPTH = 64;
+
+/** How deeply a parsed JSON value nests, counted without recursion, stopping past `limit`. */
+export function depthOf(value: unknown, limit: number): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (d > max) max = d;
+    if (max > limit) return max;
+    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
+      if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
+    }
+  }
+  return max;
 }
 
 const NOT_JSON = Symbol('not-json');
@@ -306,6 +332,7 @@ function parseAs<T>(shape: ResponseShape, call: Call, reply: Reply): T {
   if (reply.text.trim() === '') throw malformedError(endpointOf(call), 'the body is empty', reply.status);
   const value = parseJson(reply.text);
   if (value === NOT_JSON) throw malformedError(endpointOf(call), 'the body is not JSON', reply.status);
+  if (depthOf(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw malformedError(endpointOf(call), `the body nests deeper than ${MAX_JSON_DEPTH} levels`, reply.status);
   const problem = firstProblem(shape, value);
   if (problem) throw malformedError(endpointOf(call), problem, reply.status);
   return value as T;

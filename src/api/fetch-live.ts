@@ -3,6 +3,7 @@
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
+import { ACTIONS_BUDGET_FACTOR, formatDuration, formatSize } from './limits.js';
 import type { TenantClient } from './types.js';
 
 export interface FetchLiveOptions {
@@ -12,7 +13,8 @@ export interface FetchLiveOptions {
 }
 
 interface Wanted {
-  firmwares: boolean;
+  /** The declared version numbers; empty: the bundle list is not read at all. */
+  versions: Set<string>;
   actionIds: Set<number>;
 }
 
@@ -21,8 +23,23 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, opts: 
   const names = [...wanted.keys()].sort();
   // Resolve every tenant first: a missing key is a user error before any request is sent.
   const clients = names.map((name) => client.tenant(name));
-  const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, opts)));
-  return { tenants: new Map(names.map((name, i) => [name, tenants[i]!])) };
+  // One deadline for the whole read: each answer has its own, but pages sent each just in time
+  // could otherwise hold the run (and the apply lock) for days.
+  const { fetchTimeoutMs, maxResponseBytes } = client.limits;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new ApiError(
+    `reading the live state of ${names.join(', ')} took longer than ${formatDuration(fetchTimeoutMs)}; raise --fetch-timeout (or api.fetch_timeout) if the API is this slow`,
+    { retryable: true },
+  )), fetchTimeoutMs);
+  timer.unref();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+  const budget = { actionBytes: ACTIONS_BUDGET_FACTOR * maxResponseBytes };
+  try {
+    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, { ...opts, signal }, budget)));
+    return { tenants: new Map(names.map((name, i) => [name, tenants[i]!])) };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
@@ -30,20 +47,25 @@ function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
   const get = (t: string): Wanted => {
     let w = out.get(t);
     if (!w) {
-      w = { firmwares: false, actionIds: new Set() };
+      w = { versions: new Set(), actionIds: new Set() };
       out.set(t, w);
     }
     return w;
   };
-  for (const f of desired.firmwares) get(f.tenant).firmwares = true;
+  for (const f of desired.firmwares) get(f.tenant).versions.add(f.spec.version_number);
   for (const a of desired.actions) get(a.tenant).actionIds.add(a.id);
   return out;
 }
 
-async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions): Promise<LiveTenant> {
+interface Budget {
+  /** Bytes of actions the tenant may still keep (each is held whole in memory). */
+  actionBytes: number;
+}
+
+async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions, budget: Budget): Promise<LiveTenant> {
   const [firmwares, { actions, errors }] = await Promise.all([
-    wanted.firmwares ? indexFirmwares(client.bundlePages(opts.signal)) : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
-    readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts),
+    wanted.versions.size > 0 ? indexFirmwares(client.bundlePages(opts.signal), { versions: wanted.versions }) : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
+    readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts, { actionBytes: budget.actionBytes }),
   ]);
   return { firmwares, actions, ...(errors.size > 0 ? { actionErrors: errors } : {}) };
 }
@@ -53,27 +75,46 @@ interface Accumulated {
   bundles: Set<string>;
 }
 
+/** Records kept per version number: more than one is an ambiguity the planner reports, and a server must not make it unbounded. */
+export const MAX_RECORDS_PER_VERSION = 64;
+
+export interface IndexOptions {
+  /** Keep only the records of these version numbers (the declared firmwares); all when absent (export). */
+  readonly versions?: ReadonlySet<string>;
+}
+
+interface Slot {
+  readonly list: Accumulated[];
+  readonly byId: Map<string, Accumulated>;
+  readonly byComponent: Map<string, Accumulated>;
+}
+
 /**
  * version_number → records. The same firmware in several bundles (same firmware_id, or the
  * same number for the same component) is one record; several components under one number
- * stay several records, and the planner reports the ambiguity.
+ * stay several records (at most MAX_RECORDS_PER_VERSION), and the planner reports the
+ * ambiguity. One pass, constant work per record: a page of 100,000 records under one number
+ * took minutes with a linear search per record. Records of other numbers are dropped as each
+ * page is read, so what is kept grows with the desired state, not with the server's answers.
  */
-export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundle[]>): Promise<Map<string, readonly LiveFirmware[]>> {
-  const byNumber = new Map<string, Accumulated[]>();
+export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundle[]>, opts: IndexOptions = {}): Promise<Map<string, readonly LiveFirmware[]>> {
+  const byNumber = new Map<string, Slot>();
   for await (const page of pages) {
     for (const bundle of page) {
       for (const fw of bundle.firmwares) {
-        let list = byNumber.get(fw.version_number);
-        if (!list) {
-          list = [];
-          byNumber.set(fw.version_number, list);
+        if (opts.versions !== undefined && !opts.versions.has(fw.version_number)) continue;
+        let slot = byNumber.get(fw.version_number);
+        if (!slot) {
+          slot = { list: [], byId: new Map(), byComponent: new Map() };
+          byNumber.set(fw.version_number, slot);
         }
-        const same = list.find((r) => (fw.firmware_id != null && r.record.firmware_id === fw.firmware_id) || r.record.component_name === fw.component_name);
+        const same = (fw.firmware_id != null ? slot.byId.get(fw.firmware_id) : undefined) ?? slot.byComponent.get(fw.component_name);
         if (same) {
           same.bundles.add(bundle.version);
           continue;
         }
-        list.push({
+        if (slot.list.length >= MAX_RECORDS_PER_VERSION) continue;
+        const acc: Accumulated = {
           record: {
             version_number: fw.version_number,
             component_name: fw.component_name,
@@ -83,13 +124,16 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
             dependencies: fw.dependencies ?? [],
           },
           bundles: new Set([bundle.version]),
-        });
+        };
+        slot.list.push(acc);
+        if (fw.firmware_id != null) slot.byId.set(fw.firmware_id, acc);
+        if (!slot.byComponent.has(fw.component_name)) slot.byComponent.set(fw.component_name, acc);
       }
     }
   }
   const out = new Map<string, readonly LiveFirmware[]>();
   for (const number of [...byNumber.keys()].sort()) {
-    const records = byNumber.get(number)!
+    const records = byNumber.get(number)!.list
       .map((r): LiveFirmware => ({ ...r.record, bundles: [...r.bundles].sort() }))
       .sort((a, b) => (a.component_name < b.component_name ? -1 : a.component_name > b.component_name ? 1 : 0));
     out.set(number, records);
@@ -103,7 +147,8 @@ interface ReadActions {
   errors: Map<number, string>;
 }
 
-async function readActions(client: TenantClient, ids: readonly number[], opts: FetchLiveOptions): Promise<ReadActions> {
+async function readActions(client: TenantClient, ids: readonly number[], opts: FetchLiveOptions, budget: Budget): Promise<ReadActions> {
+  const limit = budget.actionBytes;
   const results = new Array<Action | null>(ids.length);
   const errors = new Map<number, string>();
   let next = 0;
@@ -111,7 +156,13 @@ async function readActions(client: TenantClient, ids: readonly number[], opts: F
     while (next < ids.length) {
       const i = next++;
       try {
-        results[i] = await client.getAction(ids[i]!, opts.signal);
+        const action = await client.getAction(ids[i]!, opts.signal);
+        // Each answer is bounded on its own; their sum must be too, as every one is kept.
+        if (action !== null) budget.actionBytes -= JSON.stringify(action).length;
+        if (budget.actionBytes < 0) {
+          throw new ApiError(`the declared actions of tenant ${client.tenant} total more than ${formatSize(limit)} (${ACTIONS_BUDGET_FACTOR} × --max-response-size); that is not a rollout: check the API, or raise --max-response-size`, { retryable: false });
+        }
+        results[i] = action;
       } catch (err) {
         if (!(err instanceof ApiError && err.details.wrongObject)) throw err;
         errors.set(ids[i]!, err.message);

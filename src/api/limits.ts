@@ -25,6 +25,17 @@ export const MAX_RESPONSE_BYTES = { default: 32 * MIB, min: KIB, max: 256 * MIB 
  */
 export const REQUEST_TIMEOUT_MS = { default: 60_000, min: 1_000, max: 600_000 } as const;
 
+/**
+ * 10 minutes for reading the whole live state of one run (every page of the bundle list, every
+ * declared action): each answer has its own deadline, but a server can send pages each just in
+ * time, for days, while the apply lock is held. The benchmark's 20,000-record tenant reads in
+ * about a second; 10 minutes is hundreds of times that. Bounds: 10 s to 24 h.
+ */
+export const FETCH_TIMEOUT_MS = { default: 600_000, min: 10_000, max: 86_400_000 } as const;
+
+/** The actions of one tenant may total this many times --max-response-size: they are kept whole in memory. */
+export const ACTIONS_BUDGET_FACTOR = 8;
+
 /** Only as much of an error answer is read as its message could ever show. */
 export const ERROR_BODY_BYTES = 64 * KIB;
 
@@ -85,12 +96,23 @@ export function checkedRequestTimeout(text: string, where: string): number {
   return ms;
 }
 
+/** Reads and bounds the deadline of reading the whole live state. */
+export function checkedFetchTimeout(text: string, where: string): number {
+  const ms = parseTimeout(text);
+  const { min, max } = FETCH_TIMEOUT_MS;
+  if (ms === undefined) throw new UserError(`${where} takes a duration such as 10m, 90s or 1h, not "${text}"`);
+  if (ms < min || ms > max) throw new UserError(`${where} is ${formatDuration(ms)}; it must be between ${formatDuration(min)} and ${formatDuration(max)}`);
+  return ms;
+}
+
 /** Flags over dus-sync.yaml's api.*; what neither sets is left to the client's defaults. */
 export function effectiveLimits(config: ResolvedConfig, flags: ApiLimits | undefined): ApiLimits {
   const maxResponseBytes = flags?.maxResponseBytes ?? config.api?.maxResponseBytes;
   const requestTimeoutMs = flags?.requestTimeoutMs ?? config.api?.requestTimeoutMs;
+  const fetchTimeoutMs = flags?.fetchTimeoutMs ?? config.api?.fetchTimeoutMs;
   return {
     ...(maxResponseBytes !== undefined ? { maxResponseBytes } : {}),
     ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+    ...(fetchTimeoutMs !== undefined ? { fetchTimeoutMs } : {}),
   };
 }

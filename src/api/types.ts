@@ -32,6 +32,8 @@ export interface ApiClientOptions {
   readonly maxResponseBytes?: number;
   /** Headers and whole body of one try must arrive within this (default 60 s, see limits.ts). */
   readonly requestTimeoutMs?: number;
+  /** Reading the whole live state of a run (every page, every action). */
+  readonly fetchTimeoutMs?: number;
   readonly maxRetries?: number;
   /** Starting (and maximum) number of requests in flight per tenant. */
   readonly concurrency?: number;

@@ -19,7 +19,7 @@ import type {
 import type { TenantClient } from '../api/types.js';
 import { ApiError } from '../errors.js';
 import { redact } from '../redact.js';
-import { canonicalJson, normalizePhase, sortDependencies } from '../core/canonical.js';
+import { canonicalJson, clip, normalizePhase, sortDependencies } from '../core/canonical.js';
 import { actionKey, type Journal } from './journal.js';
 import { phaseDigest } from './digest.js';
 import { chainsOf, describe, assertNever } from './order.js';
@@ -200,13 +200,13 @@ async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Out
   }
   const record = recordIn(fresh, c);
   if (record === undefined) {
-    return { status: 'failed', message: `firmware ${c.key} (${c.component_name}) is no longer in bundle ${bundle}; nothing was written: plan again` };
+    return { status: 'failed', message: `firmware ${c.key} (${c.component_name}) is no longer in bundle ${clip(bundle, 100)}; nothing was written: plan again` };
   }
   const now: Fields = { is_deactivated: record.is_deactivated ?? null, uncompressed_size: record.uncompressed_size ?? null, dependencies: record.dependencies ?? [] };
   const drift = moved(baseline, now);
   if (drift.length > 0) {
     if (moved(asFields(c.body), now).length === 0) return { status: 'skipped', message: 'it already has the desired values; nothing sent' };
-    const detail = drift.map((f) => `${f} ${fieldText(baseline, f)} → ${fieldText(now, f)}`).join(', ');
+    const detail = drift.map((f) => `${f} ${clip(fieldText(baseline, f), 100)} → ${clip(fieldText(now, f), 100)}`).join(', ');
     return { status: 'failed', message: `firmware ${c.key} changed since the plan was made (${detail}); it was not written, so nothing it does not manage is overwritten: plan again` };
   }
   // Not given the abort signal: a write that has started is let to finish.
@@ -252,7 +252,7 @@ function agreeing(live: readonly PhaseSpec[], expected: readonly PhaseSpec[]): n
 }
 
 function names(list: readonly PhaseSpec[]): string {
-  const shown = list.slice(-6).map((p) => JSON.stringify(p.name));
+  const shown = list.slice(-6).map((p) => clip(JSON.stringify(p.name), 60));
   return `[${list.length > 6 ? '…, ' : ''}${shown.join(', ')}]`;
 }
 
@@ -260,10 +260,10 @@ function names(list: readonly PhaseSpec[]): string {
 function departure(live: readonly PhaseSpec[], expected: readonly PhaseSpec[]): string {
   const seen = new Set<string>();
   const twice = live.find((p) => { const d = phaseDigest(p); if (seen.has(d)) return true; seen.add(d); return false; });
-  const also = twice ? `, phase ${JSON.stringify(twice.name)} twice` : '';
+  const also = twice ? `, phase ${clip(JSON.stringify(twice.name), 60)} twice` : '';
   const n = agreeing(live, expected);
   if (n < live.length && n < expected.length) {
-    return `has phase ${n} ${JSON.stringify(live[n]!.name)} where the YAML has ${JSON.stringify(expected[n]!.name)}${also} (live ${names(live)})`;
+    return `has phase ${n} ${clip(JSON.stringify(live[n]!.name), 60)} where the YAML has ${clip(JSON.stringify(expected[n]!.name), 60)}${also} (live ${names(live)})`;
   }
   if (live.length > expected.length) return `has ${live.length} phases where the YAML has ${expected.length}${also} (live ${names(live)})`;
   return `has ${live.length} phases, fewer than expected (live ${names(live)})`;

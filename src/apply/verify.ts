@@ -3,7 +3,7 @@
 // action must still be the YAML's first phases (a phase twice or a foreign phase is a divergence,
 // a failure); a phase the API accepted must show in reads.
 import type { ApplyReport, Change, DesiredState, LiveState, Phase, PhaseSpec, Plan } from '../model/index.js';
-import { canonicalJson, normalizePhase, sortDependencies } from '../core/canonical.js';
+import { canonicalJson, clip, normalizePhase, sortDependencies } from '../core/canonical.js';
 import { phaseDigestInput } from '../core/canonical.js';
 
 export interface Verified {
@@ -58,7 +58,7 @@ export function verifyApplied(plan: Plan, report: ApplyReport, baseline: LiveSta
     if (!prefix) {
       if (report.diverged.some((d) => d.startsWith(divergedPrefix(tenant, id)))) continue;
       const twice = live.length > new Set(live).size;
-      diverged.push(`${divergedPrefix(tenant, id)} no longer the YAML's first phases after apply: its ${live.length} live phases are ${now.phases.map((p) => JSON.stringify(p.name)).join(', ')}${twice ? ' (a phase twice)' : ''}; another actor appended at the same time, and phases cannot be removed: fix the action in the service and the YAML`);
+      diverged.push(`${divergedPrefix(tenant, id)} no longer the YAML's first phases after apply: its ${live.length} live phases are ${clip(now.phases.map((p) => clip(JSON.stringify(p.name), 60)).join(', '), 400)}${twice ? ' (a phase twice)' : ''}; another actor appended at the same time, and phases cannot be removed: fix the action in the service and the YAML`);
       continue;
     }
     for (const c of appends) {

@@ -14,6 +14,8 @@ export interface GlobalOptions {
   maxResponseSize?: number;
   /** --request-timeout, in milliseconds (already bounded). */
   requestTimeout?: number;
+  /** --fetch-timeout, in milliseconds (already bounded). */
+  fetchTimeout?: number;
   color?: boolean;
   debug?: boolean;
   /** Bytes, already checked against its range. */
@@ -40,6 +42,7 @@ export function apiLimitFlags(globals: GlobalOptions): ApiLimits {
   return {
     ...(globals.maxResponseSize !== undefined ? { maxResponseBytes: globals.maxResponseSize } : {}),
     ...(globals.requestTimeout !== undefined ? { requestTimeoutMs: globals.requestTimeout } : {}),
+    ...(globals.fetchTimeout !== undefined ? { fetchTimeoutMs: globals.fetchTimeout } : {}),
   };
 }
 

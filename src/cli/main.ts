@@ -4,7 +4,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { UserError } from '../errors.js';
 import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
-import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
+import { checkedFetchTimeout, checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
 import { guardProcessOutput } from './output.js';
 import { VERSION } from '../version.js';
@@ -76,6 +76,7 @@ export function buildProgram(): Command {
     .option('--follow-external-symlinks', 'read files through symbolic links that leave the config\'s folder (env DUS_FOLLOW_EXTERNAL_SYMLINKS=1)')
     .option('--max-response-size <size>', 'read at most this much of one API answer (default 32MiB; api.max_response_size)', bounded(checkedMaxResponseSize, '--max-response-size'))
     .option('--request-timeout <duration>', 'deadline for the headers and whole body of one API request (default 60s; api.request_timeout)', bounded(checkedRequestTimeout, '--request-timeout'))
+    .option('--fetch-timeout <duration>', 'deadline for reading the whole live state of a run, every page and action (default 10m; api.fetch_timeout)', bounded(checkedFetchTimeout, '--fetch-timeout'))
     .option('--no-color', 'no colours (NO_COLOR is honoured too)')
     .option('--debug', 'debug logs and stack traces on standard error')
     .showHelpAfterError('(run dus-sync --help for usage)')

@@ -19,7 +19,9 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 export function sortKeysDeep(value: unknown): unknown {
   if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : sortKeysDeep(v)));
   if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
+    // No prototype: a "__proto__" key from a server is then an own key like any other (on a
+    // plain object the assignment would set the prototype, and the key would vanish).
+    const out = Object.create(null) as Record<string, unknown>;
     for (const key of Object.keys(value).sort(compareStrings)) {
       const v = (value as Record<string, unknown>)[key];
       if (v !== undefined && typeof v !== 'function') out[key] = sortKeysDeep(v);
@@ -27,6 +29,11 @@ export function sortKeysDeep(value: unknown): unknown {
     return out;
   }
   return value;
+}
+
+/** The first `max` characters, with "…" when something was cut: messages quote live data, which a server may make huge. */
+export function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 /** Locale-independent string order (localeCompare would vary by machine). */

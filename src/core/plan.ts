@@ -19,7 +19,7 @@ import type {
   Plan,
   PlanError,
 } from '../model/index.js';
-import { canonicalJson, compareStrings, deepEqual, normalizePhase, sortDependencies } from './canonical.js';
+import { canonicalJson, clip, compareStrings, deepEqual, normalizePhase, sortDependencies } from './canonical.js';
 import { sortChanges, sortConflicts, sortErrors } from './order.js';
 
 export interface PlanOptions {
@@ -104,7 +104,8 @@ function planFirmware(fw: DesiredFirmware, live: LiveState): ObjectOutcome {
 
 function ambiguityMessage(fw: DesiredFirmware, records: readonly LiveFirmware[]): string {
   const version = fw.spec.version_number;
-  const components = records.map((r) => r.component_name).sort(compareStrings).join(', ');
+  const names = records.map((r) => clip(r.component_name, 60)).sort(compareStrings);
+  const components = names.length > 10 ? `${names.slice(0, 10).join(', ')} and ${names.length - 10} more` : names.join(', ');
   const wanted = fw.spec.component_name;
   if (wanted === undefined) {
     return `version ${version} is ambiguous: it matches firmware of components ${components}; the API updates by version number only, so dus-sync cannot address one`;
@@ -118,10 +119,10 @@ function ambiguityMessage(fw: DesiredFirmware, records: readonly LiveFirmware[])
 function guardMessage(fw: DesiredFirmware, record: LiveFirmware): string | undefined {
   const { version_number: version, component_name: component, bundle_version: bundle } = fw.spec;
   if (component !== undefined && component !== record.component_name) {
-    return `firmware ${version} belongs to component ${record.component_name}, not ${component}; fix component_name in the YAML or remove the document`;
+    return `firmware ${version} belongs to component ${clip(record.component_name, 60)}, not ${component}; fix component_name in the YAML or remove the document`;
   }
   if (bundle !== undefined && !record.bundles.includes(bundle)) {
-    const where = record.bundles.length > 0 ? `it is in ${record.bundles.join(', ')}` : 'it is in no bundle';
+    const where = record.bundles.length > 0 ? `it is in ${clip(record.bundles.join(', '), 200)}` : 'it is in no bundle';
     return `firmware ${version} is not in bundle ${bundle} (${where}); fix bundle_version in the YAML or remove the document`;
   }
   return undefined;
@@ -255,6 +256,6 @@ function phaseDifference(actionId: number, index: number, live: PhaseSpec, desir
   const nameDiffers = live.name !== desired.name;
   if (!nameDiffers && fields.length === 0) return undefined;
   const what = [...(nameDiffers ? ['name'] : []), ...fields].join(', ');
-  const side = (p: PhaseSpec) => [JSON.stringify(p.name), ...fields.map((f) => `${f} ${canonicalJson(p[f])}`)].join(' ');
+  const side = (p: PhaseSpec) => [clip(JSON.stringify(p.name), 100), ...fields.map((f) => `${f} ${clip(canonicalJson(p[f]), 200)}`)].join(' ');
   return `phase ${index} of action ${actionId} differs in ${what}: live ${side(live)} but desired ${side(desired)}; phases are append-only: restore it in the YAML`;
 }

@@ -1,7 +1,7 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
 import { access } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
-import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
+import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } from '../api/limits.js';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig } from '../model/index.js';
@@ -107,6 +107,7 @@ function apiLimits(api: NonNullable<Config['api']>, shown: string): ApiLimits {
   return {
     ...(api.max_response_size !== undefined ? { maxResponseBytes: checkedMaxResponseSize(api.max_response_size, `api.max_response_size in ${shown}`) } : {}),
     ...(api.request_timeout !== undefined ? { requestTimeoutMs: checkedRequestTimeout(api.request_timeout, `api.request_timeout in ${shown}`) } : {}),
+    ...(api.fetch_timeout !== undefined ? { fetchTimeoutMs: checkedFetchTimeout(api.fetch_timeout, `api.fetch_timeout in ${shown}`) } : {}),
   };
 }
 

@@ -87,6 +87,8 @@ export interface ReadPolicy {
 export interface ApiLimits {
   readonly maxResponseBytes?: number;
   readonly requestTimeoutMs?: number;
+  /** Reading the whole live state of a run (api.fetch_timeout, --fetch-timeout). */
+  readonly fetchTimeoutMs?: number;
 }
 
 export interface SafetyLimits {

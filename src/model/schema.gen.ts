@@ -300,7 +300,7 @@ export interface WatchSettings {
   interval?: string;
 }
 /**
- * Bounds on every answer of the API; --max-response-size and --request-timeout override them.
+ * Bounds on every answer of the API; --max-response-size, --request-timeout and --fetch-timeout override them.
  */
 export interface ApiSettings {
   /**
@@ -311,4 +311,8 @@ export interface ApiSettings {
    * The deadline for the headers and the whole body of one try, e.g. 60s (the default); 1s to 10m.
    */
   request_timeout?: string;
+  /**
+   * The deadline for reading the whole live state of a run (every page, every action), e.g. 10m (the default); 10s to 24h.
+   */
+  fetch_timeout?: string;
 }

@@ -41,7 +41,8 @@ function seed(): Seed {
 
 const SRC = { file: 'x.yaml', line: 1, column: 1 };
 const DESIRED: DesiredState = {
-  firmwares: [{ kind: 'firmware', tenant: 'acme', labels: {}, source: SRC, spec: { version_number: '1.3' } } satisfies DesiredFirmware],
+  // Only the declared version numbers are kept from the bundle list: these are the ones looked at.
+  firmwares: ['1.3', '9.9', ...ODD].map((v) => ({ kind: 'firmware', tenant: 'acme', labels: {}, source: SRC, spec: { version_number: v } }) satisfies DesiredFirmware),
   actions: [
     ...[100, 103, 111, 999].map((id): DesiredAction => ({ kind: 'action', tenant: 'acme', labels: {}, source: SRC, id, phases: [] })),
     { kind: 'action', tenant: 'globex', labels: {}, source: SRC, id: 7, phases: [] },
