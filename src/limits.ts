@@ -44,13 +44,18 @@ export const SETTLE_WINDOW_MS: Range & { readonly default: number } = { default:
  */
 export const CONCURRENCY: Range = { min: 1, max: 64 };
 
-/** "5MiB" → 5242880; a bare number is bytes. Undefined when it is not a size. */
+const SIZE_UNITS: Record<string, number> = {
+  '': 1, b: 1, kb: 1000, mb: 1000 ** 2, gb: 1000 ** 3, kib: KIB, mib: MIB, gib: GIB,
+};
+
+/** "5MiB" → 5242880, "500kB" → 500000, "1.5 MiB"; a bare number is bytes. Undefined when it is not a size. */
 export function parseSize(text: string): number | undefined {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB)?\s*$/.exec(text);
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
   if (!m) return undefined;
-  const unit = m[2] === 'KiB' ? KIB : m[2] === 'MiB' ? MIB : m[2] === 'GiB' ? GIB : 1;
-  const n = Number(m[1]) * unit;
-  return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : undefined;
+  const unit = SIZE_UNITS[m[2]!.toLowerCase()];
+  if (unit === undefined) return undefined;
+  const n = Math.round(Number(m[1]) * unit);
+  return Number.isSafeInteger(n) ? n : undefined;
 }
 
 /** 5242880 → "5 MiB", 1536 → "1.5 KiB". */

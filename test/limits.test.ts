@@ -28,7 +28,7 @@ describe('sizes', () => {
     expect(parseSize(t)).toBe(n);
   });
   it('refuses ambiguous or odd units', () => {
-    for (const t of ['5MB', '5 megabytes', '', '-1', 'lots', '5m']) expect(parseSize(t)).toBeUndefined();
+    for (const t of ['5 megabytes', '', '-1', 'lots', '5m', '5MiBs']) expect(parseSize(t)).toBeUndefined();
   });
   it('formats sizes', () => {
     expect([5 * 1024 * 1024, 1536, 1024, 100, 256 * 1024 * 1024, 6.25 * 1024 * 1024].map(formatSize)).toEqual(['5 MiB', '1.5 KiB', '1 KiB', '100 bytes', '256 MiB', '6.3 MiB']);

@@ -183,6 +183,21 @@ function intervalIssues(config: Config, position: Position): ConfigIssue[] {
   if (settle !== undefined && !inRange(parseInterval(settle), SETTLE_WINDOW_MS)) {
     issues.push({ ...position(['safety', 'settle_window'], false), pointer: '/safety/settle_window', message: `safety.settle_window takes ${describeRange('duration', SETTLE_WINDOW_MS)}, not "${settle}"` });
   }
+  // api.*: the same checks as their flags, reported at their line (not as a sentence without one).
+  const checks = [
+    ['max_response_size', checkedMaxResponseSize],
+    ['request_timeout', checkedRequestTimeout],
+    ['fetch_timeout', checkedFetchTimeout],
+  ] as const;
+  for (const [key, check] of checks) {
+    const text = config.api?.[key];
+    if (text === undefined) continue;
+    try {
+      check(text, `api.${key}`);
+    } catch (err) {
+      issues.push({ ...position(['api', key], false), pointer: `/api/${key}`, message: (err as Error).message });
+    }
+  }
   return issues;
 }
 

@@ -457,4 +457,16 @@ describe.skipIf(!POSIX)('bounds on intervals, durations and counts', () => {
       expect(plan.stderr).toContain(`dus-sync.yaml:8:20: watch.interval takes a duration from 1s to 24h`);
     }
   });
+
+  it('api.* out of range in dus-sync.yaml is an issue at its file:line:col, in every validate format', async () => {
+    const dir = repo('api: { request_timeout: 99h, fetch_timeout: 1s }\n');
+    const text = await cli(['validate'], { cwd: dir });
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/dus-sync\.yaml:8:\d+: api\.request_timeout takes a duration from 1s to 10m \(e\.g\. 30s, 5m\), not "99h"/);
+    expect(text.stdout).toMatch(/dus-sync\.yaml:8:\d+: api\.fetch_timeout takes a duration from 10s to 24h \(e\.g\. 30s, 5m\), not "1s"/);
+    const json = await cli(['validate', '--format', 'json'], { cwd: dir });
+    expect((JSON.parse(json.stdout) as { pointer: string }[]).map((i) => i.pointer)).toEqual(['/api/request_timeout', '/api/fetch_timeout']);
+    const github = await cli(['validate', '--format', 'github'], { cwd: dir });
+    expect(github.stdout).toMatch(/^::error file=dus-sync\.yaml,line=8,col=\d+::api\.request_timeout/m);
+  });
 });
