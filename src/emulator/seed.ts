@@ -1,6 +1,7 @@
 // The seed format of the emulator (SPEC section 4) and its loader. The seed is user input,
 // so every problem becomes one sentence naming the file, the line when known, and the field.
-import { readFileSync } from 'node:fs';
+import { readRegularFile } from '../load/read-file.js';
+import { MAX_FILE_SIZE } from '../limits.js';
 import { LineCounter, parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
 
@@ -72,13 +73,10 @@ export function pathText(path: readonly (string | number)[]): string {
 
 /** Reads a YAML or JSON seed (or a data file, which has the same shape). Throws UserError. */
 export function readSeedFile(file: string): { seed: unknown; lineOf: (path: readonly (string | number)[]) => number | undefined } {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new UserError(`${file}: cannot read the seed (${code ?? String(err)}); check the --seed path.`);
-  }
+  // A regular file, bounded while reading: --seed /dev/zero hung, and --data on it aborted.
+  const read = readRegularFile(file, { maxBytes: MAX_FILE_SIZE.max });
+  if (!read.ok) throw new UserError(`${file}: cannot read the seed: ${read.message.replace(/desired-state files are small, so this is probably not one: .*$/, 'this is not a seed')}; check the --seed or --data path.`);
+  const text = read.text;
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true });
   const first = doc.errors[0];

@@ -71,7 +71,9 @@ describe('a malformed seed', () => {
   });
 
   it('names a missing file', () => {
-    expect(message(() => loadSeedFile('/nonexistent/seed.yaml'))).toContain('/nonexistent/seed.yaml: cannot read the seed (ENOENT)');
+    expect(message(() => loadSeedFile('/nonexistent/seed.yaml'))).toContain('/nonexistent/seed.yaml: cannot read the seed: the file does not exist');
+    // A device or a pipe is refused at once, not read for ever.
+    expect(message(() => loadSeedFile('/dev/zero'))).toContain('/dev/zero: cannot read the seed: this is a character device, not a regular file');
   });
 
   it('refuses contradicting listings of one firmware, repeated ids and shared keys', async () => {
