@@ -103,7 +103,10 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       process.stdout.write(renderText(saved, { color }));
       enforceSafety(saved, config, opts);
       if (saved.changes.length === 0) return 0;
-      await approve(saved, opts.autoApprove === true, options.signal);
+      // As in Terraform, the saved plan is the approval: it was reviewed when it was made, and
+      // it is applied only as it was saved (checked above against fresh reads), so no prompt
+      // and no --auto-approve, on a terminal or not.
+      log.info(`applying the saved plan ${path} as approved when it was made`);
       // Every write is still decided on a fresh read of its object, against this checked live state.
       const report = await execute(saved, live, client, locked, options);
       return finish(report, 0, color, log);

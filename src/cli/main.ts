@@ -110,7 +110,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
   program.command('apply')
     .description('plan (or load a saved plan) and apply it')
     .argument('[planfile]', 'a plan saved with plan --out')
-    .option('-y, --auto-approve', 'do not ask; required without a TTY')
+    .option('-y, --auto-approve', 'do not ask; required without a TTY (a saved plan is its own approval)')
     .option('--concurrency <n>', `requests in flight at most, ${CONCURRENCY.min} to ${CONCURRENCY.max} (adapts down on 429)`, count('--concurrency', CONCURRENCY), 8)
     .option('--max-changes <n>', 'refuse a plan with more changes (overrides safety.max_changes)', count('--max-changes'))
     .option('--max-deactivations <n>', 'refuse a plan with more deactivations', count('--max-deactivations'))
@@ -119,7 +119,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
 .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
     .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
     .addOption(new Option('--grace <duration>', 'on SIGINT or SIGTERM, how long writes in flight may take to finish before the report (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(10_000, '10s'))
-    .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, refused if live moved')
+    .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, no prompt, refused if live moved')
     .action(lazy(() => import('./apply.js')));
 
   program.command('watch')
