@@ -7,6 +7,7 @@ import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS
 import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
 import { guardProcessOutput } from './output.js';
+import { refuseSingleDashLongOption } from './single-dash.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
 
@@ -200,6 +201,7 @@ export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   program.exitOverride();
   try {
+    refuseSingleDashLongOption(program, argv.slice(2));
     await program.parseAsync(argv);
   } catch (err) {
     process.exitCode = handleError(err, argv.includes('--debug'));
