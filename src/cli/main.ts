@@ -111,6 +111,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
   program.command('apply')
     .description('plan (or load a saved plan) and apply it')
     .argument('[planfile]', 'a plan saved with plan --out')
+    .addOption(new Option('--format <format>', 'the report: text, or json on stdout (the plan and progress on stderr)').choices(['text', 'json']).default('text'))
     .option('-y, --auto-approve', 'do not ask; required without a TTY (a saved plan is its own approval)')
     .option('--concurrency <n>', `requests in flight at most, ${CONCURRENCY.min} to ${CONCURRENCY.max} (adapts down on 429)`, count('--concurrency', CONCURRENCY), 8)
     .option('--max-changes <n>', 'refuse a plan with more changes (overrides safety.max_changes)', count('--max-changes'))
