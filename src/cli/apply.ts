@@ -20,6 +20,7 @@ import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 import { onInterrupt } from './interrupt.js';
+import { writeJsonError } from './json-error.js';
 import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface ApplyFlags {
@@ -51,7 +52,9 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     const code = interrupt.exitCode();
     if (code === undefined) throw err;
     // Interrupted before the first write (while reading, settling or asking): nothing to report.
-    log.error(`interrupted by ${interrupt.received()!}; nothing was written`);
+    const sentence = `interrupted by ${interrupt.received()!}; nothing was written`;
+    log.error(sentence);
+    if (opts.format === 'json') writeJsonError({ code: 'INTERRUPTED', message: sentence });
     return code;
   } finally {
     interrupt.dispose();

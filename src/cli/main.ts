@@ -6,6 +6,7 @@ import { UserError } from '../errors.js';
 import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
 import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
+import { errorJson, watchResultOutput, writeJsonError } from './json-error.js';
 import { guardProcessOutput } from './output.js';
 import { refuseSingleDashLongOption } from './single-dash.js';
 import { VERSION } from '../version.js';
@@ -57,8 +58,16 @@ function lazy(load: () => Promise<{ run: Runner }>) {
   return async function action(this: Command, ...params: unknown[]): Promise<void> {
     const globals = this.optsWithGlobals() as GlobalOptions;
     const args = params.slice(0, -2).filter((p): p is string => typeof p === 'string');
+    // --format json: a failure still leaves one JSON document on stdout (json-error.ts).
+    const json = this.opts().format === 'json';
+    if (json) watchResultOutput();
     const mod = await load();
-    process.exitCode = await mod.run(this.opts(), globals, args);
+    try {
+      process.exitCode = await mod.run(this.opts(), globals, args);
+    } catch (err) {
+      if (json) writeJsonError(errorJson(err));
+      throw err;
+    }
   };
 }
 
