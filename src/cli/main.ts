@@ -149,6 +149,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .description('write the live state of a tenant as desired-state YAML')
     .requiredOption('-o, --out <dir>', 'the folder to write into')
     .option('--action <id>', 'also export this action (repeatable)', collect)
+    .option('--force', 'overwrite files in --out that differ from the export (hand edits are lost)')
     .addHelpText('after', '\nExample:\n  $ dus-sync export --tenant acme --out tenants/acme --action 42')
     .action(lazy(() => import('./export.js')));
 
