@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The CLI entry: commander wiring only. Each command lives in its own module, loaded when
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { UserError } from '../errors.js';
 import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
 import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
@@ -89,6 +89,8 @@ export function buildProgram(): Command {
     .option('--no-color', 'no colours (NO_COLOR is honoured too)')
     .option('--debug', 'debug logs and stack traces on standard error')
     .showHelpAfterError('(run dus-sync --help for usage)')
+    // Every command's --help lists the global options too (commands copy this when added below).
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({ outputError: (str, write) => write(str) })
     .addHelpText('after', `
 Examples:
@@ -191,11 +193,23 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addHelpText('after', '\nExamples:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --hostile drip --hostile-route action --hostile-interval 500')
     .action(lazy(() => import('./emulator.js')));
 
+  // The kinds are listed for help and completion; schema.ts checks them itself (any case).
+  const kind = new Argument('[kind]', 'which schema');
+  kind.argChoices = ['config', 'firmware', 'action', 'resource', 'api'];
   program.command('schema')
     .description('print the JSON Schemas (config, firmware, action, resource, api)')
-    .argument('[kind]', 'one of config, firmware, action, resource, api')
+    .addArgument(kind)
     .addHelpText('after', '\nExample:\n  $ dus-sync schema firmware')
     .action(lazy(() => import('./schema.js')));
+
+  program.command('completion')
+    .description('print a shell completion script: bash, zsh or fish')
+    .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh', 'fish']))
+    .addHelpText('after', '\nExamples:\n  $ source <(dus-sync completion bash)          # this shell\n  $ dus-sync completion fish > ~/.config/fish/completions/dus-sync.fish')
+    .action(async function (this: Command, shell: 'bash' | 'zsh' | 'fish') {
+      const { completionScript } = await import('./completion.js');
+      process.stdout.write(completionScript(this.parent!, shell));
+    });
 
   return program;
 }
