@@ -1,9 +1,10 @@
 // A saved plan is the approval, as in Terraform: `plan --out F` then `apply F` applies without a
 // terminal and without --auto-approve (the hint plan --out prints works in CI), and is still
 // refused when stale or over the safety limits. A fresh plan without a terminal is still refused.
+import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import { runCli } from './helpers.js';
+import { CLI, runCli } from './helpers.js';
 import { env, KEY, repo, seed } from './habits-fixture.js';
 
 let emulator: RunningEmulator | undefined;
@@ -24,6 +25,25 @@ describe('apply PLANFILE needs no --auto-approve', () => {
     expect(apply.stdout).toMatch(/Apply: 4 applied, 0 failed, 0 skipped\./);
     expect(emulator.store.getAction('acme', 42)!.phases.map((p) => p.name)).toEqual(['canary', 'wave-1', 'all']);
     expect(apply.stdout + apply.stderr).not.toContain(KEY);
+  });
+
+  it('does not ask on a terminal either, as Terraform does not for a saved plan', async () => {
+    emulator = await startEmulator({ seed: seed() });
+    const dir = repo();
+    expect((await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--out', `${dir}/saved.plan`], { env: env(emulator.url) })).code).toBe(0);
+    // script(1) gives apply a terminal on stdin and stderr; nothing is ever typed into it.
+    const cmd = `"${process.execPath}" "${CLI}" --config "${dir}/dus-sync.yaml" apply "${dir}/saved.plan" --journal "${dir}/j.jsonl"`;
+    const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, NO_COLOR: '1', ...env(emulator!.url) }, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.on('close', (code) => { clearTimeout(timer); resolve({ code, out }); });
+    });
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).not.toMatch(/\[y\/N\]/);
+    expect(r.out).toMatch(/Apply: 4 applied, 0 failed, 0 skipped\./);
+    expect(emulator.store.getAction('acme', 42)!.phases).toHaveLength(3);
   });
 
   it('still refuses a stale saved plan, writing nothing', async () => {
