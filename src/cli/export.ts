@@ -151,8 +151,6 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   if (!tenant) throw new UserError('export needs a tenant: pass --tenant NAME, or set default_tenant in dus-sync.yaml (or DUS_TENANT)');
   if (!config.baseUrl) throw new UserError('export needs the API\'s address: set base_url in dus-sync.yaml or DUS_BASE_URL');
   const actionIds = parseActionIds(opts.action);
-  // The API cannot list actions: without --action none are exported, which is easy to miss.
-  if (actionIds.length === 0) log.info('note: actions are exported only when named: --action ID (repeatable)');
 
   const keys = await readApiKeys(config, [tenant], process.env);
   const client = createApiClient({
@@ -166,6 +164,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   try {
     const api = client.tenant(tenant);
     log.info(`reading the live state of tenant ${tenant}…`);
+    // The API cannot list actions: without --action none are exported, which is easy to miss.
+    if (actionIds.length === 0) log.info('note: actions are exported only when named: --action ID (repeatable)');
     const [firmwares, actions] = await Promise.all([
       indexFirmwares(api.bundlePages()),
       readActions((id) => api.getAction(id), actionIds, tenant),
