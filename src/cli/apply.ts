@@ -13,15 +13,19 @@ import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
 import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
+import { NOTHING_APPLIED, renderApplyReportJson } from '../core/render/report-json.js';
 import { describeChange } from '../core/render/describe.js';
 import { safeText } from '../core/render/ansi.js';
 import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 import { onInterrupt } from './interrupt.js';
+import { writeJsonError } from './json-error.js';
 import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface ApplyFlags {
+  /** text: the plan and the report on stdout; json: the report as one JSON document, the plan on stderr. */
+  format?: 'text' | 'json';
   autoApprove?: boolean;
   concurrency: number;
   maxChanges?: number;
@@ -48,7 +52,9 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     const code = interrupt.exitCode();
     if (code === undefined) throw err;
     // Interrupted before the first write (while reading, settling or asking): nothing to report.
-    log.error(`interrupted by ${interrupt.received()!}; nothing was written`);
+    const sentence = `interrupted by ${interrupt.received()!}; nothing was written`;
+    log.error(sentence);
+    if (opts.format === 'json') writeJsonError({ code: 'INTERRUPTED', message: sentence });
     return code;
   } finally {
     interrupt.dispose();
@@ -71,14 +77,15 @@ async function applyCommand(planFile: string | undefined, config: ResolvedConfig
       const { plan, live } = await fetchAndPlan(client, desired, opts.concurrency, signal);
       // Applied with the real values; shown with the keys found in live data redacted.
       warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
-      process.stdout.write(renderText(redactDeep(plan), { color }));
+      const shown = redactDeep(plan);
+      showPlan(shown, opts, globals);
       enforceSafety(plan, config, opts);
       const problems = plan.conflicts.length + plan.errors.length;
-      if (plan.changes.length === 0) return problems > 0 ? 1 : 0;
+      if (plan.changes.length === 0) return nothingToApply(shown, problems, opts);
       if (problems > 0) log.warn(`${problems} object(s) with conflicts or errors are left out; the other changes are applied`);
       await approve(plan, opts.autoApprove === true, signal);
       const report = await execute(plan, live, client, locked, options);
-      return finish(report, problems, color, log);
+      return finish(shown, report, problems, opts, color, log);
     });
   } finally {
     await client.close();
@@ -100,13 +107,16 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       if (stale.length > 0) {
         throw new UserError(`plan is stale: ${stale.join('; ')}; nothing was written. Run dus-sync plan again`);
       }
-      process.stdout.write(renderText(saved, { color }));
+      showPlan(saved, opts, globals);
       enforceSafety(saved, config, opts);
-      if (saved.changes.length === 0) return 0;
-      await approve(saved, opts.autoApprove === true, options.signal);
+      if (saved.changes.length === 0) return nothingToApply(saved, 0, opts);
+      // As in Terraform, the saved plan is the approval: it was reviewed when it was made, and
+      // it is applied only as it was saved (checked above against fresh reads), so no prompt
+      // and no --auto-approve, on a terminal or not.
+      log.info(`applying the saved plan ${path} as approved when it was made`);
       // Every write is still decided on a fresh read of its object, against this checked live state.
       const report = await execute(saved, live, client, locked, options);
-      return finish(report, 0, color, log);
+      return finish(saved, report, 0, opts, color, log);
     });
   } finally {
     await client.close();
@@ -184,8 +194,20 @@ function progressReporter(): (r: ChangeResult, done: number, total: number) => v
   };
 }
 
-function finish(report: ApplyReport, problems: number, color: boolean, log: Logger): number {
-  process.stdout.write(renderApplyReport(report, { color }));
+/** The plan about to be applied: on stdout, or on stderr when stdout is kept for the JSON report. */
+function showPlan(plan: Plan, opts: ApplyFlags, globals: GlobalOptions): void {
+  if (opts.format === 'json') process.stderr.write(renderText(plan, { color: useColor(globals, process.stderr) }));
+  else process.stdout.write(renderText(plan, { color: useColor(globals) }));
+}
+
+/** No changes: the text plan said so already; the JSON report is still the one document on stdout. */
+function nothingToApply(plan: Plan, problems: number, opts: ApplyFlags): number {
+  if (opts.format === 'json') process.stdout.write(renderApplyReportJson(plan, NOTHING_APPLIED));
+  return problems > 0 ? 1 : 0;
+}
+
+function finish(plan: Plan, report: ApplyReport, problems: number, opts: ApplyFlags, color: boolean, log: Logger): number {
+  process.stdout.write(opts.format === 'json' ? renderApplyReportJson(plan, report) : renderApplyReport(report, { color }));
   if (report.diverged.length > 0) log.error(`${report.diverged.length} action(s) are no longer the YAML's first phases: another actor wrote at the same time`);
   if (report.unconverged.length > 0) log.error(`${report.unconverged.length} object(s) did not converge`);
   return report.failed > 0 || report.unconverged.length > 0 || report.diverged.length > 0 || problems > 0 ? 1 : 0;

@@ -2,7 +2,7 @@
 // desired-state YAML, so that an existing tenant can be brought under git. It reads (every
 // bundle page, the given actions), builds the files with the pure writer, and writes only
 // those files, only inside --out. Other files in --out are left alone.
-import { lstat, mkdir, readdir, readlink, realpath } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, readlink, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
 import { writeFileAtomic } from '../atomic-write.js';
@@ -35,18 +35,65 @@ function inside(root: string, target: string): boolean {
   return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
 }
 
+export interface ExportWrites {
+  /** Files written where there was none. */
+  readonly written: readonly string[];
+  /** Files already holding what export would write (apart from its "Exported by" line): left alone. */
+  readonly unchanged: readonly string[];
+  /** Files that differed and were replaced (only with --force). */
+  readonly overwritten: readonly string[];
+}
+
+/** The line export stamps with its version, source and time: not content, so not compared. */
+const STAMP = /^# Exported by dus-sync [^\n]*\n/m;
+
+const sameExport = (existing: string, text: string): boolean => existing.replace(STAMP, '') === text.replace(STAMP, '');
+
+/**
+ * What is at a file's path now: nothing, the same content, or other content. Only plain files
+ * inside the folder are read; a link or anything odd is left to the write, which refuses it.
+ */
+async function existingState(realRoot: string, f: ExportedFile): Promise<'absent' | 'same' | 'differs'> {
+  const target = resolve(realRoot, f.path);
+  if (f.path.includes('\0') || isAbsolute(f.path) || !inside(realRoot, target)) return 'absent';
+  const parent = await realpath(dirname(target)).catch(() => undefined);
+  if (parent === undefined || (parent !== realRoot && !inside(realRoot, parent))) return 'absent';
+  const st = await lstat(target).catch(() => undefined);
+  if (!st?.isFile()) return 'absent';
+  return sameExport(await readFile(target, 'utf8'), f.text) ? 'same' : 'differs';
+}
+
+function listed(paths: readonly string[], max = 10): string {
+  return paths.length <= max ? paths.join(', ') : `${paths.slice(0, max).join(', ')} and ${paths.length - max} more`;
+}
+
 /**
  * Writes each file under `outDir`, refusing any path that would land outside it: through
  * `..`, an absolute path, or a symbolic link inside the folder that points elsewhere. A link
  * at a file's own path is refused too (the rename would replace it, but someone put it there
  * for a reason), and each file goes through a fresh temp file, never through a planted one.
+ *
+ * A file already there that differs from what export would write (a hand-written comment, a
+ * label) is not overwritten: every such file is named and nothing is written, unless `force`.
+ * One that holds the same content is left as it is.
  */
-export async function writeExport(outDir: string, files: readonly ExportedFile[]): Promise<string[]> {
+export async function writeExport(outDir: string, files: readonly ExportedFile[], opts: { force?: boolean } = {}): Promise<ExportWrites> {
   const root = resolve(outDir);
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
+  const states = await Promise.all(files.map((f) => existingState(realRoot, f)));
+  const differing = files.filter((_, i) => states[i] === 'differs').map((f) => f.path);
+  if (differing.length > 0 && opts.force !== true) {
+    throw new UserError(`refusing to overwrite ${differing.length === 1 ? 'a file' : `${differing.length} files`} in ${outDir} that ${differing.length === 1 ? 'differs' : 'differ'} from the export, so hand edits would be lost: ${listed(differing)}; nothing was written. Commit or move ${differing.length === 1 ? 'it' : 'them'} aside, or pass --force to overwrite`);
+  }
   const written: string[] = [];
-  for (const f of files) {
+  const unchanged: string[] = [];
+  const overwritten: string[] = [];
+  for (const [i, f] of files.entries()) {
+    if (states[i] === 'same') {
+      unchanged.push(f.path);
+      continue;
+    }
     const target = resolve(realRoot, f.path);
     if (f.path.includes('\0') || isAbsolute(f.path) || !inside(realRoot, target)) {
       throw new UserError(`refusing to write ${JSON.stringify(f.path)}: it is outside ${outDir}`);
@@ -65,9 +112,9 @@ export async function writeExport(outDir: string, files: readonly ExportedFile[]
       throw new UserError(`refusing to write ${f.path} in ${outDir}: something that is not a plain file is there`);
     }
     writeFileAtomic(target, f.text, { mode: 0o644 });
-    written.push(f.path);
+    (states[i] === 'differs' ? overwritten : written).push(f.path);
   }
-  return written;
+  return { written, unchanged, overwritten };
 }
 
 /** YAML files in the folders export writes to that this export did not write: maybe stale. */
@@ -117,6 +164,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   try {
     const api = client.tenant(tenant);
     log.info(`reading the live state of tenant ${tenant}…`);
+    // The API cannot list actions: without --action none are exported, which is easy to miss.
+    if (actionIds.length === 0) log.info('note: actions are exported only when named: --action ID (repeatable)');
     const [firmwares, actions] = await Promise.all([
       indexFirmwares(api.bundlePages()),
       readActions((id) => api.getAction(id), actionIds, tenant),
@@ -132,11 +181,13 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
       toolVersion: VERSION,
     });
     report(log, result.skipped.map((s) => `not exported: ${s.reason}.`));
-    const written = await writeExport(outDir, result.files.map((f) => ({ ...f, text: redact(f.text) })));
-    for (const p of written) process.stderr.write(`wrote ${p}\n`);
+    const writes = await writeExport(outDir, result.files.map((f) => ({ ...f, text: redact(f.text) })), { force: opts.force === true });
+    for (const p of writes.written) process.stderr.write(`wrote ${p}\n`);
+    for (const p of writes.unchanged) process.stderr.write(`unchanged ${p}\n`);
+    for (const p of writes.overwritten) log.warn(`overwrote ${p}, which differed from the export (--force)`);
     report(log, (await strayFiles(outDir, result.files)).map((p) =>
       `${p} was not written by this export; if it held documents of tenant ${tenant}, they may now be stale or defined twice (remove it if so).`));
-    process.stdout.write(`Exported ${result.firmwares} firmware${result.firmwares === 1 ? '' : 's'} of ${result.components} component${result.components === 1 ? '' : 's'} and ${result.actions} action${result.actions === 1 ? '' : 's'} of tenant ${tenant} to ${outDir} (${written.length} file${written.length === 1 ? '' : 's'})${result.skipped.length > 0 ? `; ${result.skipped.length} version number${result.skipped.length === 1 ? '' : 's'} skipped` : ''}.\n`);
+    process.stdout.write(`Exported ${result.firmwares} firmware${result.firmwares === 1 ? '' : 's'} of ${result.components} component${result.components === 1 ? '' : 's'} and ${result.actions} action${result.actions === 1 ? '' : 's'} of tenant ${tenant} to ${outDir} (${result.files.length} file${result.files.length === 1 ? '' : 's'}${writes.unchanged.length > 0 ? `, ${writes.unchanged.length} unchanged` : ''})${result.skipped.length > 0 ? `; ${result.skipped.length} version number${result.skipped.length === 1 ? '' : 's'} skipped` : ''}.\n`);
     return 0;
   } finally {
     await client.close();

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // The CLI entry: commander wiring only. Each command lives in its own module, loaded when
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { UserError } from '../errors.js';
 import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
 import { checkedFetchTimeout, checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
+import { errorJson, watchResultOutput, writeJsonError } from './json-error.js';
 import { guardProcessOutput } from './output.js';
+import { refuseSingleDashLongOption } from './single-dash.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
 
@@ -56,8 +58,16 @@ function lazy(load: () => Promise<{ run: Runner }>) {
   return async function action(this: Command, ...params: unknown[]): Promise<void> {
     const globals = this.optsWithGlobals() as GlobalOptions;
     const args = params.slice(0, -2).filter((p): p is string => typeof p === 'string');
+    // --format json: a failure still leaves one JSON document on stdout (json-error.ts).
+    const json = this.opts().format === 'json';
+    if (json) watchResultOutput();
     const mod = await load();
-    process.exitCode = await mod.run(this.opts(), globals, args);
+    try {
+      process.exitCode = await mod.run(this.opts(), globals, args);
+    } catch (err) {
+      if (json) writeJsonError(errorJson(err));
+      throw err;
+    }
   };
 }
 
@@ -80,6 +90,8 @@ export function buildProgram(): Command {
     .option('--no-color', 'no colours (NO_COLOR is honoured too)')
     .option('--debug', 'debug logs and stack traces on standard error')
     .showHelpAfterError('(run dus-sync --help for usage)')
+    // Every command's --help lists the global options too (commands copy this when added below).
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({ outputError: (str, write) => write(str) })
     .addHelpText('after', `
 Examples:
@@ -111,7 +123,8 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
   program.command('apply')
     .description('plan (or load a saved plan) and apply it')
     .argument('[planfile]', 'a plan saved with plan --out')
-    .option('-y, --auto-approve', 'do not ask; required without a TTY')
+    .addOption(new Option('--format <format>', 'the report: text, or json on stdout (the plan and progress on stderr)').choices(['text', 'json']).default('text'))
+    .option('-y, --auto-approve', 'do not ask; required without a TTY (a saved plan is its own approval)')
     .option('--concurrency <n>', `requests in flight at most, ${CONCURRENCY.min} to ${CONCURRENCY.max} (adapts down on 429)`, count('--concurrency', CONCURRENCY), 8)
     .option('--max-changes <n>', 'refuse a plan with more changes (overrides safety.max_changes)', count('--max-changes'))
     .option('--max-deactivations <n>', 'refuse a plan with more deactivations', count('--max-deactivations'))
@@ -120,7 +133,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
 .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
     .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
     .addOption(new Option('--grace <duration>', 'on SIGINT or SIGTERM, how long writes in flight may take to finish before the report (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(10_000, '10s'))
-    .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, refused if live moved')
+    .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, no prompt, refused if live moved')
     .action(lazy(() => import('./apply.js')));
 
   program.command('watch')
@@ -139,6 +152,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .description('write the live state of a tenant as desired-state YAML')
     .requiredOption('-o, --out <dir>', 'the folder to write into')
     .option('--action <id>', 'also export this action (repeatable)', collect)
+    .option('--force', 'overwrite files in --out that differ from the export (hand edits are lost)')
     .addHelpText('after', '\nExample:\n  $ dus-sync export --tenant acme --out tenants/acme --action 42')
     .action(lazy(() => import('./export.js')));
 
@@ -180,11 +194,23 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addHelpText('after', '\nExamples:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --hostile drip --hostile-route action --hostile-interval 500')
     .action(lazy(() => import('./emulator.js')));
 
+  // The kinds are listed for help and completion; schema.ts checks them itself (any case).
+  const kind = new Argument('[kind]', 'which schema');
+  kind.argChoices = ['config', 'firmware', 'action', 'resource', 'api'];
   program.command('schema')
     .description('print the JSON Schemas (config, firmware, action, resource, api)')
-    .argument('[kind]', 'one of config, firmware, action, resource, api')
+    .addArgument(kind)
     .addHelpText('after', '\nExample:\n  $ dus-sync schema firmware')
     .action(lazy(() => import('./schema.js')));
+
+  program.command('completion')
+    .description('print a shell completion script: bash, zsh or fish')
+    .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh', 'fish']))
+    .addHelpText('after', '\nExamples:\n  $ source <(dus-sync completion bash)          # this shell\n  $ dus-sync completion fish > ~/.config/fish/completions/dus-sync.fish')
+    .action(async function (this: Command, shell: 'bash' | 'zsh' | 'fish') {
+      const { completionScript } = await import('./completion.js');
+      process.stdout.write(completionScript(this.parent!, shell));
+    });
 
   return program;
 }
@@ -201,6 +227,7 @@ export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   program.exitOverride();
   try {
+    refuseSingleDashLongOption(program, argv.slice(2));
     await program.parseAsync(argv);
   } catch (err) {
     process.exitCode = handleError(err, argv.includes('--debug'));

@@ -22,11 +22,11 @@ interface PlanFlags {
   allowLarge?: boolean;
 }
 
-export function renderPlan(plan: Plan, format: PlanFlags['format'], color: boolean, live?: LiveState): string {
+export function renderPlan(plan: Plan, format: PlanFlags['format'], color: boolean, live?: LiveState, suspended = false): string {
   switch (format) {
-    case 'json': return renderJson(plan);
-    case 'markdown': return renderMarkdown(plan, { live });
-    case 'text': return renderText(plan, { color });
+    case 'json': return renderJson(plan, { suspended });
+    case 'markdown': return renderMarkdown(plan, { live, suspended });
+    case 'text': return renderText(plan, { color, suspended });
   }
 }
 
@@ -58,7 +58,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     // Only the markdown flowcharts show live values beyond the plan (live phase names).
-    process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined));
+    process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined, config.suspend));
     if (opts.out) {
       const saved = redactDeep(toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt: new Date().toISOString() }));
       savePlan(opts.out, redact(JSON.stringify(saved, null, 2)) + '\n');

@@ -82,6 +82,12 @@ export function countsOf(changes: readonly Change[], conflicts: number, errors: 
 }
 
 /** "Plan: 3 firmware updates, 3 phase appends, 1 conflict. 190 unchanged." or "No changes. 37 unchanged." */
+/**
+ * Said first when the config has `suspend: true`: the plan is what apply would do, but apply and
+ * watch write nothing while it is set, and a plan that looks normal would say otherwise.
+ */
+export const SUSPENDED = 'apply and watch write nothing while the config has suspend: true; this plan is what they would do once it is removed.';
+
 export function summaryLine(plan: Plan): string {
   const c = countsOf(plan.changes, plan.conflicts.length, plan.errors.length);
   const parts = [

@@ -84,6 +84,7 @@ export function planToJson(plan: Plan): Record<string, unknown> {
   };
 }
 
-export function renderJson(plan: Plan): string {
-  return JSON.stringify(planToJson(plan), null, 2) + '\n';
+/** `suspended`: the config has `suspend: true` (the field is there only then, as `true`). */
+export function renderJson(plan: Plan, opts: { suspended?: boolean } = {}): string {
+  return JSON.stringify({ ...planToJson(plan), ...(opts.suspended ? { suspended: true } : {}) }, null, 2) + '\n';
 }

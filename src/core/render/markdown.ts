@@ -7,7 +7,7 @@ import type { Action, Change, Conflict, FirmwareChange, FirmwareFields, LiveStat
 import { canonicalJson, compareStrings } from '../canonical.js';
 import { countDeactivations } from '../safety.js';
 import { safeText } from './ansi.js';
-import { countsOf, dependencyEdits, plural, SCALAR_FIELDS, sectionOf, summaryLine, tenantsOf } from './describe.js';
+import { countsOf, dependencyEdits, plural, SCALAR_FIELDS, sectionOf, summaryLine, SUSPENDED, tenantsOf } from './describe.js';
 
 export interface MarkdownOptions {
   readonly title?: string;
@@ -15,6 +15,8 @@ export interface MarkdownOptions {
   readonly maxLength?: number;
   /** The live state the plan was made from: names and triggered marks of live phases in the flowcharts. */
   readonly live?: LiveState;
+  /** The config has `suspend: true`: said right under the title. */
+  readonly suspended?: boolean;
 }
 
 const DEFAULT_MAX_LENGTH = 65536;
@@ -332,7 +334,8 @@ function shrink(head: string, units: readonly Unit[], max: number, minimalHead: 
 
 export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
   const title = `## ${escapeMarkdown(opts.title ?? 'dus-sync plan')}`;
+  const top = opts.suspended ? `${title}\n\n> [!CAUTION]\n> **Suspended**: ${escapeMarkdown(SUSPENDED).replace('suspend: true', '`suspend: true`')}` : title;
   const summary = `**${summaryLine(plan)}**`;
-  const head = [title, summary, summaryTable(plan), riskCallout(plan)].filter((p): p is string => p !== undefined).join('\n\n');
-  return shrink(head, unitsOf(plan, opts.live), opts.maxLength ?? DEFAULT_MAX_LENGTH, `${title}\n\n${summary}`);
+  const head = [top, summary, summaryTable(plan), riskCallout(plan)].filter((p): p is string => p !== undefined).join('\n\n');
+  return shrink(head, unitsOf(plan, opts.live), opts.maxLength ?? DEFAULT_MAX_LENGTH, `${top}\n\n${summary}`);
 }

@@ -11,6 +11,7 @@ import {
   SCALAR_FIELDS,
   sectionOf,
   summaryLine,
+  SUSPENDED,
   tenantsOf,
 } from './describe.js';
 
@@ -60,9 +61,10 @@ function problemLines(symbol: string, label: string, item: Conflict | PlanError,
   return lines;
 }
 
-export function renderText(plan: Plan, opts: { color: boolean }): string {
+export function renderText(plan: Plan, opts: { color: boolean; suspended?: boolean }): string {
   const paint = painter(opts.color);
   const blocks: string[] = [];
+  if (opts.suspended) blocks.push(paint('yellow', `Suspended: ${SUSPENDED}`));
   for (const tenant of tenantsOf(plan)) {
     const section = sectionOf(plan, tenant);
     blocks.push(
