@@ -39,6 +39,8 @@ export class ApiError extends Error {
       readonly outcome?: 'not-sent' | 'unknown';
       /** The answer was another object than the one asked for (id or tenant): not trusted. */
       readonly wrongObject?: boolean;
+      /** The server's Retry-After in milliseconds, when it sent one. */
+      readonly retryAfterMs?: number;
     } = {},
   ) {
     super(message);

@@ -54,6 +54,7 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
   return createApiClient({
     baseUrl: config.baseUrl,
     keys,
+    tenantIds: tenantIdsOf(config),
     insecureHttp: opts.insecureHttp,
     caFile: opts.caFile,
     concurrency: opts.concurrency,
@@ -61,6 +62,11 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
     log: opts.log,
     onRequest: opts.onRequest,
   });
+}
+
+/** tenants.NAME.tenant_id where the config sets one. */
+export function tenantIdsOf(config: ResolvedConfig): Map<string, string> {
+  return new Map(Object.entries(config.tenants).flatMap(([name, t]) => (t.tenantId !== undefined ? [[name, t.tenantId] as const] : [])));
 }
 
 export interface Planned {
@@ -130,7 +136,11 @@ export async function withApplyLock<T>(
     }
     for (const why of settled.blocked.values()) opts.log.warn(`journal: ${why}`);
     const result = await body({ journal, lock, settled });
-    await journal.compact();
+    // Rewritten only by the holder: a process that lost the lock would pull the journal from
+    // under the one that holds it now.
+    await lock.assertHeld().then(() => journal!.compact(), (err: unknown) => {
+      opts.log.error(`${err instanceof Error ? err.message : String(err)}; the journal is left as it is`);
+    });
     return result;
   } finally {
     await journal?.close();

@@ -124,7 +124,7 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
         if (key === undefined || key === '') {
           throw new UserError(`no API key for tenant ${name}: set tenants.${name}.api_key_env or api_key_file in dus-sync.yaml, or DUS_API_KEY`);
         }
-        client = tenantClient(ctx, name, key, new AimdLimiter(concurrency), new Set([...opts.keys.keys()].filter((t) => t !== name)));
+        client = tenantClient(ctx, name, key, new AimdLimiter(concurrency), opts.tenantIds?.get(name) ?? name);
         tenants.set(name, client);
       }
       return client;
@@ -177,28 +177,27 @@ function readPem(file: string, what: string): string {
 /**
  * Checks that an answer is the object asked for: a cache or proxy that mixes answers up must not
  * make dus-sync write to one object what it read from another. An action must carry the id asked
- * for; its tenant_id, when the server sends one, must not name another configured tenant and must
- * be the same for every action of the tenant (the first answer fixes it).
+ * for, and its tenant_id, when the server sends one, must be the tenant's (its name, or
+ * tenants.NAME.tenant_id in dus-sync.yaml): learning it from the first answer let a cache that
+ * answered first with another tenant's action make the real ones look foreign.
  */
-function identityGuard(tenant: string, otherTenants: ReadonlySet<string>) {
-  let tenantId: string | undefined;
+function identityGuard(tenant: string, expectedTenantId: string) {
   return (call: Call, status: number, action: Action, askedId: number): void => {
-    const wrong = (what: string): ApiError => new ApiError(
-      redact(`${endpointOf(call)} for tenant ${tenant} answered with ${what}; the answer is not used (a cache or proxy may be mixing answers up)`),
+    const wrong = (what: string, hint = ''): ApiError => new ApiError(
+      redact(`${endpointOf(call)} for tenant ${tenant} answered with ${what}; the answer is not used (a cache or proxy may be mixing answers up${hint})`),
       { status, retryable: false, endpoint: endpointOf(call), wrongObject: true },
     );
     if (action.id !== askedId) throw wrong(`action ${cutText(String(action.id), 30)} instead of action ${askedId}`);
     const t = action.tenant_id;
-    if (typeof t !== 'string' || t === '') return;
-    if (t !== tenant && otherTenants.has(t)) throw wrong(`an action of tenant ${t}`);
-    tenantId ??= t;
-    if (t !== tenantId) throw wrong(`an action of tenant_id ${cutText(JSON.stringify(t), 100)} where its other actions have ${cutText(JSON.stringify(tenantId), 100)}`);
+    if (typeof t !== 'string' || t === '' || t === expectedTenantId) return;
+    throw wrong(`an action of tenant_id ${cutText(JSON.stringify(t), 100)}, not ${JSON.stringify(expectedTenantId)}`,
+      `; if the API gives this tenant's actions that tenant_id, set tenants.${tenant}.tenant_id in dus-sync.yaml`);
   };
 }
 
-function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, otherTenants: ReadonlySet<string>): TenantClient {
+function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, tenantId: string): TenantClient {
   const send = (call: Call, signal?: AbortSignal): Promise<Reply> => execute(ctx, tenant, key, limiter, call, signal);
-  const checkAction = identityGuard(tenant, otherTenants);
+  const checkAction = identityGuard(tenant, tenantId);
   const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, send, signal);
   return {
     tenant,
@@ -231,8 +230,8 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
       checkAction(call, reply.status, action, id);
       return action;
     },
-    async putFirmware(versionNumber, body: FirmwareUpdate, signal) {
-      const call: Call = { method: 'PUT', path: apiPath(ctx.base, `/api/v1/firmwares/${segment(versionNumber)}`), route: ROUTES.put, body, idempotent: true };
+    async putFirmware(versionNumber, body: FirmwareUpdate, signal, opts) {
+      const call: Call = { method: 'PUT', path: apiPath(ctx.base, `/api/v1/firmwares/${segment(versionNumber)}`), route: ROUTES.put, body, idempotent: opts?.once !== true };
       const reply = await send(call, signal);
       if (reply.text.trim() !== '' && parseJson(reply.text) === NOT_JSON) {
         throw malformedError(endpointOf(call), 'the body is not JSON', reply.status);
@@ -355,9 +354,18 @@ async function execute(ctx: Context, tenant: string, key: string, limiter: AimdL
       }
     }
     throw 'reply' in result
-      ? httpError({ tenant, endpoint: endpointOf(call), status: result.reply.status, bodyText: result.reply.text, retryable, attempts: attempt + 1, ...(call.idempotent ? {} : { outcome: result.reply.status < 500 ? 'not-sent' : 'unknown' }) })
+      ? httpError({
+        tenant, endpoint: endpointOf(call), status: result.reply.status, bodyText: result.reply.text, retryable, attempts: attempt + 1,
+        ...(call.idempotent ? {} : { outcome: result.reply.status < 500 && result.reply.status !== 408 ? 'not-sent' : 'unknown' }),
+        ...retryAfterOf(ctx, result.reply),
+      })
       : networkError(ctx, tenant, call, result.failure, attempt + 1);
   }
+}
+
+function retryAfterOf(ctx: Context, reply: Reply): { retryAfterMs?: number } {
+  const ms = parseRetryAfter(reply.retryAfter, ctx.clock.now());
+  return ms === undefined ? {} : { retryAfterMs: ms };
 }
 
 function retryDelay(ctx: Context, attempt: number, reply: Reply | undefined): number {

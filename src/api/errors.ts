@@ -18,6 +18,8 @@ export interface HttpFailure {
   readonly retryable: boolean;
   readonly outcome?: 'not-sent' | 'unknown';
   readonly attempts: number;
+  /** The server's Retry-After, in milliseconds, for a caller that retries by itself. */
+  readonly retryAfterMs?: number;
 }
 
 /**
@@ -120,6 +122,7 @@ export function httpError(f: HttpFailure): ApiError {
     detail,
     endpoint: f.endpoint,
     ...(f.outcome ? { outcome: f.outcome } : {}),
+    ...(f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {}),
   });
 }
 

@@ -12,7 +12,12 @@ export interface TenantClient {
   /** GET /api/v1/actions/{id}; null on 404. The one read beyond the API document. */
   getAction(id: number, signal?: AbortSignal): Promise<Action | null>;
   /** PUT /api/v1/firmwares/{version-number}; retried on network errors, 429, 502-504. */
-  putFirmware(versionNumber: string, body: FirmwareUpdate, signal?: AbortSignal): Promise<void>;
+  /**
+   * `once`: a single try, never retried by the client (the executor reads the record again
+   * before each try, so that a retry never reverts what someone changed in between); failures
+   * then carry details.outcome like an append's.
+   */
+  putFirmware(versionNumber: string, body: FirmwareUpdate, signal?: AbortSignal, opts?: { readonly once?: boolean }): Promise<void>;
   /**
    * POST append_phase, never retried. On failure throws ApiError whose details.outcome says
    * 'not-sent' (certainly not applied) or 'unknown' (read the action back to decide).
@@ -24,6 +29,8 @@ export interface ApiClientOptions {
   readonly baseUrl: string;
   /** tenant → API key. Keys are held here and nowhere else. */
   readonly keys: ReadonlyMap<string, string>;
+  /** tenant → the tenant_id its actions carry, where it is not the tenant's name (tenants.NAME.tenant_id). */
+  readonly tenantIds?: ReadonlyMap<string, string>;
   readonly insecureHttp?: boolean;
   readonly caFile?: string;
   /** undici's idle timeouts (first byte, between chunks); default: the request deadline. */

@@ -119,7 +119,7 @@ async function runChain(chain: Chain, run: Run): Promise<void> {
       outcome = { status: 'failed', message: refused };
       refused = undefined;
     } else {
-      outcome = await applyChange(change, run, prepared?.expected ?? []).catch((err: unknown) => ({ status: 'failed' as const, message: sentence(err) }));
+      outcome = await applyChange(change, run, prepared ?? NO_CHAIN).catch((err: unknown) => ({ status: 'failed' as const, message: sentence(err) }));
     }
     if (outcome.diverged !== undefined) run.diverged.push(outcome.diverged);
     if (stop === undefined) {
@@ -154,7 +154,7 @@ function finish(run: Run, r: ChangeResult): void {
   }
 }
 
-async function applyChange(change: Change, run: Run, expected: readonly PhaseSpec[]): Promise<Outcome> {
+async function applyChange(change: Change, run: Run, chain: PreparedChain): Promise<Outcome> {
   try {
     await run.deps.assertLockHeld?.();
   } catch (err) {
@@ -163,7 +163,7 @@ async function applyChange(change: Change, run: Run, expected: readonly PhaseSpe
   }
   switch (change.kind) {
     case 'firmware': return applyFirmware(change, run.deps);
-    case 'phase': return applyPhase(change, run.deps, expected);
+    case 'phase': return applyPhase(change, run.deps, chain);
     default: return assertNever(change);
   }
 }
@@ -193,25 +193,51 @@ async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Out
     return { status: 'failed', message: `firmware ${c.key} was not in the live state the plan was checked against; plan again` };
   }
   const tc = deps.client.tenant(c.tenant);
-  const fresh = await readWithRetry(() => tc.getBundle(bundle, deps.signal), deps).catch((err: unknown) => err as Error);
-  if (fresh instanceof Error) {
-    if (deps.signal?.aborted) return { status: 'skipped', message: INTERRUPTED };
-    return { status: 'failed', message: `firmware ${c.key} could not be read before writing it, so nothing was sent: ${sentence(fresh)}` };
+  // Each try is decided on its own read: the client never retries a PUT with a body built from
+  // an older read, which would revert a field someone changed between two tries.
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= PUT_TRIES; attempt++) {
+    const fresh = await readWithRetry(() => tc.getBundle(bundle, deps.signal), deps).catch((err: unknown) => err as Error);
+    if (fresh instanceof Error) {
+      if (deps.signal?.aborted) return { status: 'skipped', message: INTERRUPTED };
+      return { status: 'failed', message: `firmware ${c.key} could not be read before writing it, so nothing was sent: ${sentence(fresh)}` };
+    }
+    const record = recordIn(fresh, c);
+    if (record === undefined) {
+      return { status: 'failed', message: `firmware ${c.key} (${c.component_name}) is no longer in bundle ${clip(bundle, 100)}; nothing was written: plan again` };
+    }
+    const now: Fields = { is_deactivated: record.is_deactivated ?? null, uncompressed_size: record.uncompressed_size ?? null, dependencies: record.dependencies ?? [] };
+    const drift = moved(baseline, now);
+    if (drift.length > 0) {
+      // Our earlier try may have landed after all: then the record holds exactly what we sent.
+      if (moved(asFields(c.body), now).length === 0) {
+        return attempt > 1 ? { status: 'applied' } : { status: 'skipped', message: 'it already has the desired values; nothing sent' };
+      }
+      const detail = drift.map((f) => `${f} ${clip(fieldText(baseline, f), 100)} → ${clip(fieldText(now, f), 100)}`).join(', ');
+      return { status: 'failed', message: `firmware ${c.key} changed since the plan was made (${detail}); it was not written, so nothing it does not manage is overwritten: plan again` };
+    }
+    try {
+      // Not given the abort signal: a write that has started is let to finish.
+      await tc.putFirmware(c.key, c.body, undefined, { once: true });
+      return { status: 'applied' };
+    } catch (err) {
+      lastError = err;
+      if (!worthAnotherPut(err) || attempt === PUT_TRIES) break;
+      if (deps.signal?.aborted) return { status: 'failed', message: `the PUT failed (${sentence(err)}) and the apply was interrupted before trying again` };
+      await deps.clock.sleep(Math.max(READ_BACKOFF_MS * 2 ** (attempt - 1), (err as ApiError).details.retryAfterMs ?? 0));
+    }
   }
-  const record = recordIn(fresh, c);
-  if (record === undefined) {
-    return { status: 'failed', message: `firmware ${c.key} (${c.component_name}) is no longer in bundle ${clip(bundle, 100)}; nothing was written: plan again` };
-  }
-  const now: Fields = { is_deactivated: record.is_deactivated ?? null, uncompressed_size: record.uncompressed_size ?? null, dependencies: record.dependencies ?? [] };
-  const drift = moved(baseline, now);
-  if (drift.length > 0) {
-    if (moved(asFields(c.body), now).length === 0) return { status: 'skipped', message: 'it already has the desired values; nothing sent' };
-    const detail = drift.map((f) => `${f} ${clip(fieldText(baseline, f), 100)} → ${clip(fieldText(now, f), 100)}`).join(', ');
-    return { status: 'failed', message: `firmware ${c.key} changed since the plan was made (${detail}); it was not written, so nothing it does not manage is overwritten: plan again` };
-  }
-  // Not given the abort signal: a write that has started is let to finish.
-  await tc.putFirmware(c.key, c.body);
-  return { status: 'applied' };
+  throw lastError;
+}
+
+/** Tries of one PUT, each after its own read (the client's own retries are off for it). */
+export const PUT_TRIES = 6;
+
+/** A failed PUT worth another try (after another read): 429, 502-504, a timeout, a reset, a refused connection. */
+function worthAnotherPut(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return false;
+  if (err.retryable || err.details.outcome === 'unknown') return true;
+  return err.details.outcome === 'not-sent' && err.status === undefined;
 }
 
 function recordIn(bundle: FirmwareBundle, c: FirmwareChange): FirmwareBundle['firmwares'][number] | undefined {
@@ -225,21 +251,33 @@ interface PreparedChain {
   readonly expected: readonly PhaseSpec[];
   /** Why the chain must not start at all. */
   readonly refused?: string;
+  /** Indices this run appended and the API answered 2xx to: a read not showing them yet is lag, not a conflict. */
+  readonly acknowledged: Set<number>;
 }
+
+const NO_CHAIN: PreparedChain = { expected: [], acknowledged: new Set() };
 
 function prepareActionChain(changes: readonly PhaseChange[], deps: ExecutorDeps): PreparedChain {
   const c = changes[0]!;
   const blocked = deps.blocked?.get(actionKey(c.tenant, c.action_id));
-  if (blocked !== undefined) return { expected: [], refused: `nothing is appended to action ${c.action_id} while ${blocked}` };
+  if (blocked !== undefined) return { expected: [], acknowledged: new Set(), refused: `nothing is appended to action ${c.action_id} while ${blocked}` };
   const live = deps.live.tenants.get(c.tenant)?.actions.get(c.action_id);
-  if (!live) return { expected: [], refused: `action ${c.action_id} was not in the live state the plan was checked against; plan again` };
+  if (!live) return { expected: [], acknowledged: new Set(), refused: `action ${c.action_id} was not in the live state the plan was checked against; plan again` };
   const base = live.phases.map(normalizePhase);
   const expected = [...base, ...changes.map((x) => x.after)];
+  // A phase dus-sync saw stored cannot have left (phases are append-only): if the plan wants it
+  // again, the read it was made from went backwards, and appending would make it twice.
+  for (const x of changes) {
+    const at = deps.journal.storedBefore(x.tenant, x.action_id, x.index, phaseDigest(x.after));
+    if (at !== undefined) {
+      return { expected, acknowledged: new Set(), refused: `dus-sync appended phase ${x.index} ${clip(JSON.stringify(x.after.name), 60)} to action ${x.action_id} and a read showed it stored at ${at}, but the live state now shows the action without it: the API's reads go backwards (a lagging replica?); it is not appended again` };
+    }
+  }
   const contiguous = changes.every((x, i) => x.index === base.length + i);
   if (!contiguous) {
-    return { expected, refused: `the plan appends to action ${c.action_id} from index ${c.index} but the action had ${base.length} phases; plan again` };
+    return { expected, acknowledged: new Set(), refused: `the plan appends to action ${c.action_id} from index ${c.index} but the action had ${base.length} phases; plan again` };
   }
-  return { expected };
+  return { expected, acknowledged: new Set() };
 }
 
 const same = (a: PhaseSpec, b: PhaseSpec): boolean => phaseDigest(a) === phaseDigest(b);
@@ -269,7 +307,8 @@ function departure(live: readonly PhaseSpec[], expected: readonly PhaseSpec[]): 
   return `has ${live.length} phases, fewer than expected (live ${names(live)})`;
 }
 
-async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly PhaseSpec[]): Promise<Outcome> {
+async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedChain): Promise<Outcome> {
+  const { expected, acknowledged } = chain;
   const tc = deps.client.tenant(c.tenant);
   const digest = phaseDigest(c.after);
   const k = c.index;
@@ -292,8 +331,15 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly
       await deps.journal.recordOutcome(intent.id, 'not-applied');
       if (n === live.length && live.length > k) return { status: 'skipped', message: 'it was already there (another actor appended it); nothing sent' };
       if (n === live.length && live.length < k) {
-        const why = `action ${c.action_id} shows ${live.length} phases: the API accepted phase ${live.length} but its reads do not show it yet; the rest waits for a later run`;
-        return { status: 'skipped', message: why, stopChain: `skipped because ${why}` };
+        const ours = Array.from({ length: k - live.length }, (_, j) => live.length + j).every((i) => acknowledged.has(i));
+        if (ours) {
+          const why = `action ${c.action_id} shows ${live.length} phases: the API accepted phase ${live.length} but its reads do not show it yet; the rest waits for a later run`;
+          return { status: 'skipped', message: why, stopChain: `skipped because ${why}` };
+        }
+        // Fewer phases than a read before showed, and not because of our own appends: the
+        // API's reads go backwards (a lagging replica behind a load balancer?).
+        const why = `action ${c.action_id} shows ${live.length} phases, fewer than the ${k} an earlier read showed: the API's reads go backwards (a lagging replica?); nothing was appended`;
+        return { status: 'failed', message: why, stopChain: `skipped because ${why}` };
       }
       const why = `action ${c.action_id} ${departure(live, expected)}`;
       return { status: 'failed', message: `${why}; nothing was appended: fix the action or the YAML, then plan again`, stopChain: `skipped because action ${c.action_id} is in conflict` };
@@ -303,11 +349,23 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly
     try {
       answer = await tc.appendPhase(c.action_id, c.after);
     } catch (err) {
-      if (acknowledged(err)) {
+      if (isAcknowledged(err)) {
         await deps.journal.recordOutcome(intent.id, 'acknowledged');
+        acknowledged.add(k);
         return { status: 'applied', message: `the API accepted it (${(err as ApiError).status}) but its answer could not be used: ${sentence(err)}` };
       }
       if (certainlyNotApplied(err)) {
+        // A 4xx says "not done"; one read makes sure a server that stored it and said 400 anyway
+        // does not get it again from the next run.
+        if (err instanceof ApiError && err.status !== undefined && err.status !== 429) {
+          const check = await readWithRetry(() => tc.getAction(c.action_id), deps).catch(() => null);
+          const shown = check?.phases[k];
+          if (check && shown !== undefined && same(normalizePhase(shown), c.after)) {
+            await deps.journal.recordOutcome(intent.id, 'applied');
+            const after = afterAnswer(c, check, expected);
+            return { ...after, message: `the API answered ${err.status} but a read shows the phase stored${after.message ? `; ${after.message}` : ''}` };
+          }
+        }
         await deps.journal.recordOutcome(intent.id, 'not-applied');
         lastRefusal = err;
         if (!(err instanceof ApiError && err.retryable) || send === MAX_SENDS) break;
@@ -317,13 +375,14 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, expected: readonly
       return unknownOutcome(c, err, intent.id, expected, deps);
     }
     await deps.journal.recordOutcome(intent.id, 'acknowledged');
+    acknowledged.add(k);
     return afterAnswer(c, answer, expected);
   }
   return { status: 'failed', message: `the API refused the append${sends > 1 ? ` ${sends} times` : ''}: ${sentence(lastRefusal)}` };
 }
 
 /** A 2xx whose body was not usable (malformed, another object): the append is done all the same. */
-function acknowledged(err: unknown): boolean {
+function isAcknowledged(err: unknown): boolean {
   return err instanceof ApiError && err.status !== undefined && err.status >= 200 && err.status < 300;
 }
 

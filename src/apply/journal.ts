@@ -14,14 +14,15 @@
 // action that still has one.
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { rename, unlink, type FileHandle } from 'node:fs/promises';
+import { lstat, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Action, Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { redact } from '../redact.js';
 import { SETTLE_WINDOW_MS } from '../limits.js';
 import { phaseDigest } from './digest.js';
-import { ensurePrivateDir, openPrivateFile, readWhole } from './private-dir.js';
+import { appendAll, ensurePrivateDir, openPrivateFile, readWhole } from './private-dir.js';
+import { AppendHistory } from './history.js';
 
 export interface Intent {
   id: string;
@@ -50,6 +51,8 @@ type Line =
   | { type: 'absent'; id: string; at: string };
 
 const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
+/** The journal holds only what is in doubt; past this it is not a journal of ours (or something is badly wrong). */
+export const MAX_JOURNAL_BYTES = 64 * 1024 * 1024;
 
 export class Journal {
   // Writes are chained so that lines never interleave and each fsync covers its own line.
@@ -60,7 +63,7 @@ export class Journal {
    * (the lock keeps other processes out): reading the file again for every append would make a
    * run of n appends cost n² bytes.
    */
-  private constructor(readonly path: string, private handle: FileHandle | null, private readonly lines: Line[]) {
+  private constructor(readonly path: string, private handle: FileHandle | null, private readonly lines: Line[], private readonly history: AppendHistory) {
     this.index();
   }
 
@@ -69,7 +72,14 @@ export class Journal {
     await ensurePrivateDir(dirname(path), 'its journal and lock');
     const handle = await openPrivateFile(path, OPEN_FLAGS, 'the journal');
     try {
-      return new Journal(path, handle, parseLines(await readWhole(handle)));
+      const text = await readWhole(handle, MAX_JOURNAL_BYTES, `the journal ${path}`);
+      // A last line without its newline (torn by a crash, or cut by a hand edit) must not swallow
+      // the next record: end it first, so the torn line stays one unreadable line of its own.
+      if (text.length > 0 && !text.endsWith('\n')) {
+        await appendAll(handle, '\n');
+        await handle.sync();
+      }
+      return new Journal(path, handle, parseLines(text), await AppendHistory.openBeside(path));
     } catch (err) {
       await handle.close();
       throw err;
@@ -93,6 +103,15 @@ export class Journal {
 
   async recordOutcome(id: string, outcome: Outcome): Promise<void> {
     await this.append({ type: 'outcome', id, outcome, at: new Date().toISOString() });
+    const intent = this.intents.get(id);
+    if (outcome === 'applied' && intent) {
+      await this.history.add({ tenant: intent.tenant, action_id: intent.action_id, index: intent.index, digest: intent.digest, name: intent.name });
+    }
+  }
+
+  /** When a read showed dus-sync's append of this very phase at this index, within the last day. */
+  storedBefore(tenant: string, actionId: number, index: number, digest: string): string | undefined {
+    return this.history.find(tenant, actionId, index, digest)?.at;
   }
 
   async recordAbsent(id: string, at: number): Promise<void> {
@@ -124,7 +143,7 @@ export class Journal {
       const tmp = join(dirname(this.path), `.${basename(this.path)}.${randomUUID()}.tmp`);
       const out = await openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 'the journal');
       try {
-        await out.write(text);
+        await appendAll(out, text);
         await out.sync();
       } finally {
         await out.close();
@@ -139,6 +158,7 @@ export class Journal {
       this.handle = await openPrivateFile(this.path, OPEN_FLAGS, 'the journal');
       this.lines.splice(0, this.lines.length, ...keep);
       this.index();
+      await this.history.compact();
     });
   }
 
@@ -147,6 +167,7 @@ export class Journal {
     const h = this.handle;
     this.handle = null;
     await h?.close();
+    await this.history.close();
   }
 
   /** Acknowledged intents not yet seen in a read, by action: what confirm() looks for. */
@@ -174,9 +195,19 @@ export class Journal {
     return this.handle;
   }
 
+  /** A write that failed (a full disk): nothing more is recorded, so nothing more is sent. */
+  private broken: Error | undefined;
+
   private append(line: Line): Promise<void> {
     return this.enqueue(async (h) => {
-      await h.write(JSON.stringify(line) + '\n');
+      if (this.broken) throw new Error(`the journal ${this.path} could not be written before (${this.broken.message}); nothing more is sent`);
+      try {
+        await this.assertSameFile(h);
+        await appendAll(h, JSON.stringify(line) + '\n');
+      } catch (err) {
+        this.broken = err as Error;
+        throw err;
+      }
       await h.sync();
       this.lines.push(line);
       if (line.type === 'intent') this.intents.set(line.id, line);
@@ -191,6 +222,14 @@ export class Journal {
       return;
     }
     for (const m of this.acknowledged.values()) m.delete(id);
+  }
+
+  /** The path still names the file this handle writes: another process did not rewrite it. */
+  private async assertSameFile(h: FileHandle): Promise<void> {
+    const [mine, there] = await Promise.all([h.stat(), lstat(this.path).catch(() => undefined)]);
+    if (there === undefined || there.ino !== mine.ino || there.dev !== mine.dev) {
+      throw new Error(`the journal ${this.path} was replaced by another process (which must hold the lock now)`);
+    }
   }
 
   private enqueue(op: (h: FileHandle) => Promise<void>): Promise<void> {
@@ -377,15 +416,14 @@ export async function settleJournal(
       return 'done';
     }
     const action = r.action;
-    if (action === null) {
-      await settle(i, 'not-applied', 'the action is gone');
-      return 'done';
-    }
-    if (shownAt(action, i)) {
+    // A 404 is "not there" like an absent phase, not proof: a proxy or a replica can say it for a
+    // moment. It goes through the same settle window (after which, if the action is really gone,
+    // nothing can be appended to it twice).
+    if (action !== null && shownAt(action, i)) {
       await settle(i, 'applied', 'a read shows it');
       return 'done';
     }
-    if (action.phases.some((p, at) => at > i.index && phaseDigest(p) === i.digest)) {
+    if (action !== null && action.phases.some((p, at) => at > i.index && phaseDigest(p) === i.digest)) {
       // It landed behind a phase someone else appended meanwhile: there, not to be sent again.
       await settle(i, 'applied', `a read shows it at another index`);
       return 'done';

@@ -5,13 +5,14 @@
 // through the open handle while held). A lock whose heartbeat is older than the stale timeout
 // is taken over, whatever host or PID it names: containers restart PIDs at 1 and a new pod has
 // a new host name, so neither can prove the holder is gone, but a heartbeat can. A lock of a
-// dead PID on this very host is taken over at once. The take-over is atomic: the stale file is
-// renamed aside (only one process can move it) and checked to be the one judged stale before it
-// is removed; a live lock moved by mistake is linked back. The holder checks before every write
-// that the file is still its own, so a holder that lost the lock stops writing.
+// dead PID that this process can see (same host, boot and PID namespace) is taken over at once.
+// The take-over is one process at a time (an exclusive take-over file), and removes only the
+// very file judged stale. The holder checks before every write, and before it rewrites the
+// journal, that the lock is still its own, so a holder that lost the lock stops writing.
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, lstat, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { readFileSync, readlinkSync } from 'node:fs';
+import { lstat, open, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../model/index.js';
@@ -30,6 +31,8 @@ interface LockInfo {
   pid: number;
   host: string;
   started: string;
+  /** Where the PID means something: the boot and the PID namespace (containers sharing a host name differ here). */
+  pidns?: string;
 }
 
 export interface ApplyLock {
@@ -56,15 +59,19 @@ export async function acquireLock(dir: string, opts: LockOptions = {}): Promise<
   await ensurePrivateDir(dir, 'its journal and lock');
   const path = join(dir, LOCK_FILE);
   const staleMs = opts.staleMs ?? LOCK_STALE_MS;
-  const mine: LockInfo = { token: randomUUID(), pid: process.pid, host: hostname(), started: new Date().toISOString() };
-  for (let round = 0; round < 3; round++) {
+  const mine: LockInfo = { token: randomUUID(), pid: process.pid, host: hostname(), started: new Date().toISOString(), ...(PID_SPACE ? { pidns: PID_SPACE } : {}) };
+  for (let round = 0; round < 20; round++) {
     const handle = await tryCreate(path, JSON.stringify(mine) + '\n');
     if (handle) return held(path, handle, opts.heartbeatMs ?? LOCK_HEARTBEAT_MS);
     const seen = await inspect(path);
     if (seen === 'gone') continue;
     if (!isStale(seen, staleMs)) throw heldError(seen.info, dir);
-    opts.log?.warn(staleWarning(seen, path));
-    await takeOver(path, seen, mine.token);
+    if (await takeOver(path, seen, mine.token)) {
+      opts.log?.warn(staleWarning(seen, path));
+      continue;
+    }
+    // Another process is taking over: give it a moment, then look again (it will hold the lock).
+    await new Promise((r) => setTimeout(r, 20 + Math.random() * 30));
   }
   const seen = await inspect(path);
   throw heldError(seen === 'gone' ? null : seen.info, dir);
@@ -130,17 +137,37 @@ function parse(text: string | null): LockInfo | null {
   try {
     const v = JSON.parse(text) as Partial<LockInfo>;
     if (typeof v.pid === 'number' && typeof v.host === 'string' && typeof v.started === 'string') {
-      return { token: typeof v.token === 'string' ? v.token : '', pid: v.pid, host: v.host, started: v.started };
+      return { token: typeof v.token === 'string' ? v.token : '', pid: v.pid, host: v.host, started: v.started, ...(typeof v.pidns === 'string' ? { pidns: v.pidns } : {}) };
     }
   } catch { /* not a lock */ }
   return null;
 }
 
-/** Stale: the heartbeat stopped longer ago than the timeout, or the holder is a dead process of this host. */
+/**
+ * Where this process's PID means something: the boot id and the PID namespace. Two containers
+ * with one host name sharing a volume have different namespaces, so a PID of the other cannot be
+ * looked up here; undefined where /proc does not say (then only the heartbeat counts).
+ */
+const PID_SPACE: string | undefined = (() => {
+  try {
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return `${boot}/${readlinkSync('/proc/self/ns/pid')}`;
+  } catch {
+    return undefined;
+  }
+})();
+
+/**
+ * Stale: the heartbeat stopped longer ago than the timeout, or its time is further in the future
+ * than that (planted, or a clock far off: it would otherwise wedge every run until then), or the
+ * holder is a dead process that this process can see (same host, boot and PID namespace).
+ */
 function isStale(seen: Seen, staleMs: number): boolean {
-  if (Date.now() - seen.mtimeMs > staleMs) return true;
+  const age = Date.now() - seen.mtimeMs;
+  if (age > staleMs || age < -staleMs) return true;
   const info = seen.info;
-  return info !== null && info.host === hostname() && info.pid !== process.pid && !isAlive(info.pid);
+  const sameSpace = info !== null && info.host === hostname() && PID_SPACE !== undefined && info.pidns === PID_SPACE;
+  return sameSpace && info.pid !== process.pid && !isAlive(info.pid);
 }
 
 export function isAlive(pid: number): boolean {
@@ -154,23 +181,40 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** A take-over older than this was left by a process that died taking over; it is removed. */
+const TAKEOVER_STALE_MS = 10_000;
+
 /**
- * Moves the stale lock aside (rename is atomic: of several processes taking over, one moves it)
- * and removes it only if it is the very file judged stale; a fresh lock moved by mistake (another
- * process took over in between) is linked back, never overwritten.
+ * Removes the stale lock, one process at a time: the taker holds `apply.lock.takeover` (created
+ * exclusively) while it checks that the lock is still the very file judged stale and unlinks it.
+ * Without it, a process that judged a lock stale could remove one another process had just
+ * created, and several processes ended up past the lock at once. Returns false when another
+ * process is taking over (the caller looks again).
  */
-async function takeOver(path: string, judged: Seen, token: string): Promise<void> {
-  const aside = `${path}.takeover-${token}`;
+async function takeOver(path: string, judged: Seen, token: string): Promise<boolean> {
+  const mutex = `${path}.takeover`;
+  let h: FileHandle;
   try {
-    await rename(path, aside);
+    h = await open(mutex, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const st = await lstat(mutex).catch(() => undefined);
+    if (st && Date.now() - st.mtimeMs > TAKEOVER_STALE_MS) await unlink(mutex).catch(() => undefined);
+    return false;
   }
-  const moved = await inspect(aside);
-  const same = moved !== 'gone' && moved.ino === judged.ino && moved.mtimeMs === judged.mtimeMs && moved.text === judged.text;
-  if (!same) await link(aside, path).catch(() => undefined);
-  await unlink(aside).catch(() => undefined);
+  try {
+    await h.write(token);
+    const now = await inspect(path);
+    if (now !== 'gone' && now.ino === judged.ino && now.mtimeMs === judged.mtimeMs && now.text === judged.text) {
+      await unlink(path).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+    }
+    return true;
+  } finally {
+    await h.close();
+    await unlink(mutex).catch(() => undefined);
+  }
 }
 
 function held(path: string, handle: FileHandle, heartbeatMs: number): ApplyLock {

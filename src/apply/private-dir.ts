@@ -25,6 +25,21 @@ export async function ensurePrivateDir(dir: string, what: string): Promise<void>
   if ((st.mode & 0o077) !== 0) await chmod(dir, 0o700);
 }
 
+/**
+ * Writes all of `text` at the end of the file (O_APPEND), or throws: a write(2) on a full disk
+ * may store part of it without an error, and a journal line cut short must never be followed by
+ * the request it announces.
+ */
+export async function appendAll(handle: FileHandle, text: string): Promise<void> {
+  const buf = Buffer.from(text, 'utf8');
+  let off = 0;
+  while (off < buf.length) {
+    const { bytesWritten } = await handle.write(buf, off, buf.length - off);
+    if (bytesWritten <= 0) throw new Error(`could not write to the journal (wrote ${off} of ${buf.length} bytes; is the disk full?)`);
+    off += bytesWritten;
+  }
+}
+
 /** Opens a file in a private folder without following a symbolic link, and checks it is a regular file of ours. */
 export async function openPrivateFile(path: string, flags: number, what: string): Promise<FileHandle> {
   let handle: FileHandle;
@@ -33,6 +48,8 @@ export async function openPrivateFile(path: string, flags: number, what: string)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ELOOP' || code === 'EMLINK') throw new UserError(`${path} is a symbolic link; dus-sync does not follow links for ${what}: remove it`);
+    if (code === 'EISDIR') throw new UserError(`${path} is a folder, not a file; remove it so dus-sync can keep ${what} there, or pass --journal with another path`);
+    if (code === 'EACCES' || code === 'EPERM') throw new UserError(`${path} cannot be opened (${code}); check its permissions, or pass --journal with another path`);
     throw err;
   }
   try {
@@ -48,9 +65,13 @@ export async function openPrivateFile(path: string, flags: number, what: string)
   }
 }
 
-/** The whole file through an open handle, from its first byte (positioned reads: O_APPEND handles sit at the end). */
-export async function readWhole(handle: FileHandle): Promise<string> {
+/**
+ * The whole file through an open handle, from its first byte (positioned reads: O_APPEND handles
+ * sit at the end); refused past `maxBytes` (a sparse 3 GiB file crashed Node allocating it).
+ */
+export async function readWhole(handle: FileHandle, maxBytes = Number.MAX_SAFE_INTEGER, what = 'the file'): Promise<string> {
   const { size } = await handle.stat();
+  if (size > maxBytes) throw new UserError(`${what} is ${Math.ceil(size / 1024 / 1024)} MiB, more than the ${Math.round(maxBytes / 1024 / 1024)} MiB it may be; it should be tiny: look at it, and remove it only if no apply is running and no append is in doubt`);
   const buf = Buffer.alloc(size);
   let off = 0;
   while (off < size) {

@@ -5,6 +5,7 @@
 import { lstat, mkdir, readdir, readFile, readlink, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
+import { tenantIdsOf } from '../agent/reconcile.js';
 import { writeFileAtomic } from '../atomic-write.js';
 import { indexFirmwares } from '../api/fetch-live.js';
 import { effectiveLimits } from '../api/limits.js';
@@ -156,6 +157,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const client = createApiClient({
     baseUrl: config.baseUrl,
     keys,
+    tenantIds: tenantIdsOf(config),
     ...(globals.insecureHttp ? { insecureHttp: true } : {}),
     ...(globals.caFile ? { caFile: globals.caFile } : {}),
     ...effectiveLimits(config, apiLimitFlags(globals)),

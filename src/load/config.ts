@@ -75,11 +75,12 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   if (envTenant !== undefined && listed.length > 0 && !listed.includes(envTenant)) {
     throw new UserError(`DUS_TENANT is "${envTenant}", which is not one of the tenants in ${file ? shownPath(file, opts.cwd) : 'the config'} (${listed.join(', ')})`);
   }
-  const tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string }> = {};
+  const tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string; tenantId?: string }> = {};
   for (const [name, t] of Object.entries(raw?.tenants ?? {})) {
     tenants[name] = {
       ...(t.api_key_env !== undefined ? { apiKeyEnv: t.api_key_env } : {}),
       ...(t.api_key_file !== undefined ? { apiKeyFile: t.api_key_file } : {}),
+      ...(t.tenant_id !== undefined ? { tenantId: t.tenant_id } : {}),
     };
   }
   return {

@@ -63,7 +63,7 @@ export interface ResolvedConfig {
   readonly baseUrl?: string;
   readonly defaultTenant?: string;
   /** Where each tenant's key comes from. A tenant without an entry uses DUS_API_KEY. */
-  readonly tenants: Readonly<Record<string, { readonly apiKeyEnv?: string; readonly apiKeyFile?: string }>>;
+  readonly tenants: Readonly<Record<string, { readonly apiKeyEnv?: string; readonly apiKeyFile?: string; readonly tenantId?: string }>>;
   readonly resources?: readonly string[];
   readonly safety: Readonly<SafetyLimits>;
   /** watch.interval in milliseconds (default 5 minutes). */

@@ -278,6 +278,10 @@ export interface TenantConfig {
    * Path of a file that holds the key (container secrets).
    */
   api_key_file?: string;
+  /**
+   * The tenant_id the API gives this tenant's actions, when it is not the tenant's name; an action of another tenant_id is refused.
+   */
+  tenant_id?: string;
 }
 export interface Safety {
   /**

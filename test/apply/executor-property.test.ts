@@ -37,9 +37,10 @@ describe('executor under random failure schedules', () => {
       const api = new FakeApi({
         appendFault: (n) => s.appends[n] ?? 'ok',
         readFault: (n) => s.reads[n] ?? 'ok',
-        journalPath: join(dir, `journal-${runs}.jsonl`),
+        journalPath: join(dir, `run-${runs}`, 'journal.jsonl'),
       });
-      const journal = await Journal.open(join(dir, `journal-${runs++}.jsonl`));
+      // A folder per run: the history of appends beside the journal belongs to one service.
+      const journal = await Journal.open(join(dir, `run-${runs++}`, 'journal.jsonl'));
       const desired = new Map<number, PhaseSpec[]>();
       s.actions.forEach((a, id) => {
         const phases = Array.from({ length: a.live + a.extra }, (_, i) => phase(`a${id}-p${i}`, i));

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, stat, utimes, writeFile, access } from 'node:fs/promises';
 import { build } from 'esbuild';
 import { hostname, tmpdir } from 'node:os';
@@ -13,6 +14,9 @@ beforeEach(async () => { dir = await mkdtemp(join(tmpdir(), 'dus-lock-')); });
 afterEach(async () => { await rm(dir, { recursive: true, force: true }); });
 
 const exists = (p: string): Promise<boolean> => access(p).then(() => true, () => false);
+
+/** This process's boot and PID namespace, as dus-sync writes them into its lock. */
+const PID_SPACE = `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`;
 
 /** The pid of a process that has exited: a lock it held is provably stale. */
 function deadPid(): number {
@@ -51,14 +55,32 @@ describe('acquireLock', () => {
     await (won[0] as PromiseFulfilledResult<{ release(): Promise<void> }>).value.release();
   });
 
-  it('takes over a lock whose process is gone, with a warning', async () => {
+  it('takes over at once a lock whose process is gone, on this host, boot and PID namespace, with a warning', async () => {
     const pid = deadPid();
-    await writeFile(join(dir, 'apply.lock'), JSON.stringify({ pid, host: hostname(), started: '2026-01-01T00:00:00.000Z' }), { mode: 0o600 });
+    await writeFile(join(dir, 'apply.lock'), JSON.stringify({ pid, host: hostname(), started: '2026-01-01T00:00:00.000Z', pidns: PID_SPACE }), { mode: 0o600 });
     const log = memoryLog();
     const lock = await acquireLock(dir, { log });
     expect(log.lines).toEqual([expect.stringContaining(`warn: taking over the stale lock`)]);
     expect(log.lines[0]).toContain(`pid ${pid}`);
     expect(JSON.parse(await readFile(join(dir, 'apply.lock'), 'utf8'))).toMatchObject({ pid: process.pid });
+    await lock.release();
+  });
+
+  it('does not take over a fresh lock of a dead PID in another PID namespace (a container with the same host name)', async () => {
+    // The PID is dead here, but it is another namespace's PID: only the heartbeat can tell.
+    await writeFile(join(dir, 'apply.lock'), JSON.stringify({ pid: deadPid(), host: hostname(), started: '2026-01-01T00:00:00.000Z', pidns: 'other-boot/pid:[4026531999]' }));
+    await expect(acquireLock(dir)).rejects.toBeInstanceOf(UserError);
+    // Nor one that does not say which namespace it came from (written by an older dus-sync).
+    await writeFile(join(dir, 'apply.lock'), JSON.stringify({ pid: deadPid(), host: hostname(), started: '2026-01-01T00:00:00.000Z' }));
+    await expect(acquireLock(dir)).rejects.toBeInstanceOf(UserError);
+  });
+
+  it('takes over a lock whose heartbeat is in the future by more than the timeout (planted, or a clock far off)', async () => {
+    const path = join(dir, 'apply.lock');
+    await writeFile(path, JSON.stringify({ token: 'x', pid: 1, host: 'elsewhere', started: '2026-01-01T00:00:00.000Z' }));
+    const later = new Date(Date.now() + 3_600_000);
+    await utimes(path, later, later);
+    const lock = await acquireLock(dir);
     await lock.release();
   });
 

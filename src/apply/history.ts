@@ -1,0 +1,101 @@
+// What dus-sync appended recently, and a read showed: kept for a day beside the journal. An
+// action's phases are append-only, so a phase dus-sync saw stored cannot leave; if a later read
+// does not show it, the API's reads went backwards (a replica lagging behind a load balancer),
+// and planning from that read would append the phase again. The executor refuses such an append.
+// Best effort: the journal guards appends in doubt; this guards appends already settled.
+import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
+import { rename, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { appendAll, openPrivateFile, readWhole } from './private-dir.js';
+
+/** How long an appended phase is remembered. */
+export const HISTORY_RETAIN_MS = 24 * 3_600_000;
+const MAX_HISTORY_BYTES = 64 * 1024 * 1024;
+const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
+
+export interface Appended {
+  readonly tenant: string;
+  readonly action_id: number;
+  readonly index: number;
+  readonly digest: string;
+  readonly name: string;
+  /** When a read showed it stored. */
+  readonly at: string;
+}
+
+const keyOf = (a: Pick<Appended, 'tenant' | 'action_id' | 'index' | 'digest'>): string => `${a.tenant}\0${a.action_id}\0${a.index}\0${a.digest}`;
+
+export class AppendHistory {
+  private constructor(readonly path: string, private handle: FileHandle, private readonly entries: Map<string, Appended>) {}
+
+  /** The history beside a journal file. */
+  static async openBeside(journalPath: string): Promise<AppendHistory> {
+    const path = join(dirname(journalPath), 'appended.jsonl');
+    const handle = await openPrivateFile(path, OPEN_FLAGS, 'the history of appends');
+    try {
+      const text = await readWhole(handle, MAX_HISTORY_BYTES, `the history of appends ${path}`);
+      if (text.length > 0 && !text.endsWith('\n')) await appendAll(handle, '\n');
+      const entries = new Map<string, Appended>();
+      const since = Date.now() - HISTORY_RETAIN_MS;
+      for (const raw of text.split('\n')) {
+        const a = parse(raw);
+        if (a && Date.parse(a.at) >= since) entries.set(keyOf(a), a);
+      }
+      return new AppendHistory(path, handle, entries);
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  /** When dus-sync saw this very phase stored at this index, if within the last day. */
+  find(tenant: string, actionId: number, index: number, digest: string): Appended | undefined {
+    return this.entries.get(keyOf({ tenant, action_id: actionId, index, digest }));
+  }
+
+  async add(a: Omit<Appended, 'at'>): Promise<void> {
+    const entry: Appended = { ...a, at: new Date().toISOString() };
+    this.entries.set(keyOf(entry), entry);
+    await appendAll(this.handle, JSON.stringify(entry) + '\n');
+  }
+
+  /** Keeps the last day only, through an exclusive temp file renamed over it. */
+  async compact(): Promise<void> {
+    const since = Date.now() - HISTORY_RETAIN_MS;
+    const keep = [...this.entries.values()].filter((a) => Date.parse(a.at) >= since);
+    const tmp = join(dirname(this.path), `.appended.jsonl.${randomUUID()}.tmp`);
+    const out = await openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 'the history of appends');
+    try {
+      await appendAll(out, keep.map((a) => JSON.stringify(a) + '\n').join(''));
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    try {
+      await rename(tmp, this.path);
+    } catch (err) {
+      await unlink(tmp).catch(() => undefined);
+      throw err;
+    }
+    await this.handle.close();
+    this.handle = await openPrivateFile(this.path, OPEN_FLAGS, 'the history of appends');
+  }
+
+  async close(): Promise<void> {
+    await this.handle.sync().catch(() => undefined);
+    await this.handle.close();
+  }
+}
+
+function parse(raw: string): Appended | undefined {
+  if (raw.trim() === '') return undefined;
+  try {
+    const v = JSON.parse(raw) as Partial<Appended> | null;
+    if (v && typeof v.tenant === 'string' && typeof v.action_id === 'number' && typeof v.index === 'number'
+      && typeof v.digest === 'string' && typeof v.at === 'string') {
+      return { tenant: v.tenant, action_id: v.action_id, index: v.index, digest: v.digest, name: typeof v.name === 'string' ? v.name : '', at: v.at };
+    }
+  } catch { /* a torn line */ }
+  return undefined;
+}
