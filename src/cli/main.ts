@@ -66,7 +66,7 @@ export function buildProgram(): Command {
   program
     .description('Keep Device Update Service firmware records and rollout actions in git, and converge the service to them.')
     .version(VERSION, '-V, --version', 'print the version')
-    .option('-c, --config <file>', 'the config file (default: ./dus-sync.yaml when present)')
+    .option('-c, --config <file>', 'the config file (default: env DUS_CONFIG, else the nearest dus-sync.yaml in --dir or here, or above)')
     .option('-d, --dir <dir>', 'the folder of desired-state files (default: the config file\'s folder, else .)')
     .option('-t, --tenant <name>', 'only this tenant (repeatable)', collect)
     .option('-l, --selector <k=v>', 'only documents whose metadata.labels match (repeatable, all must match)', collect)
@@ -87,7 +87,7 @@ Examples:
   $ dus-sync apply --auto-approve             # converge the service to git
   $ dus-sync watch --listen 0.0.0.0:9090      # run as an agent
 
-Environment: DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), DUS_MAX_FILE_SIZE, DUS_FOLLOW_EXTERNAL_SYMLINKS, NO_COLOR.
+Environment: DUS_CONFIG, DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), DUS_MAX_FILE_SIZE, DUS_FOLLOW_EXTERNAL_SYMLINKS, NO_COLOR.
 Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused plan), 2 plan --detailed-exitcode with changes.`);
 
   program.command('validate')

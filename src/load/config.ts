@@ -1,6 +1,6 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
 import { access } from 'node:fs/promises';
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
@@ -62,7 +62,11 @@ export function readPolicyFromEnv(env: NodeJS.ProcessEnv): ReadPolicy {
 
 export async function resolveConfig(opts: ResolveConfigOptions): Promise<ResolvedConfig> {
   const reading = readPolicyFromEnv(opts.env);
-  const file = await findConfigFile(opts);
+  const found = await findConfigFile(opts);
+  const file = found.file;
+  if (file === undefined && opts.dir === undefined && !singleTenantEnv(opts.env)) {
+    throw new UserError(noConfigMessage(resolve(opts.cwd), found.top));
+  }
   const raw = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes) : undefined;
   const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
 
@@ -114,14 +118,53 @@ function defaultTenant(env: NodeJS.ProcessEnv, raw: Config | undefined): string 
   return envValue(env, 'DUS_TENANT') ?? raw?.default_tenant;
 }
 
-async function findConfigFile(opts: ResolveConfigOptions): Promise<string | undefined> {
+interface FoundConfig {
+  readonly file?: string;
+  /** Where the upward search stopped without finding one: the top of a git work tree. */
+  readonly top?: string;
+}
+
+/**
+ * Where the config is, as git and most tools find theirs: --config, else DUS_CONFIG, else the
+ * nearest dus-sync.yaml in the folder the command is about (--dir, else the working folder) or
+ * above it. The search ends at the first one found, and at the top of a git work tree (a folder
+ * holding .git): a dus-sync.yaml above the repository is not versioned with it, so CI would not
+ * see it, and a stray one in a home folder would otherwise claim every repository below.
+ */
+async function findConfigFile(opts: ResolveConfigOptions): Promise<FoundConfig> {
   if (opts.config !== undefined) {
     const file = resolve(opts.cwd, opts.config);
     if (!(await exists(file))) throw new UserError(`the config file ${opts.config} does not exist; check --config`);
-    return file;
+    return { file };
   }
-  const fallback = resolve(opts.cwd, DEFAULT_CONFIG_FILE);
-  return (await exists(fallback)) ? fallback : undefined;
+  const fromEnv = envValue(opts.env, 'DUS_CONFIG');
+  if (fromEnv !== undefined) {
+    const file = resolve(opts.cwd, fromEnv);
+    if (!(await exists(file))) throw new UserError(`the config file ${fromEnv} named by DUS_CONFIG does not exist; check DUS_CONFIG`);
+    return { file };
+  }
+  return searchUpwards(resolve(opts.cwd, opts.dir ?? '.'));
+}
+
+async function searchUpwards(start: string): Promise<FoundConfig> {
+  for (let dir = start; ; dir = dirname(dir)) {
+    const file = join(dir, DEFAULT_CONFIG_FILE);
+    if (await exists(file)) return { file };
+    if (await exists(join(dir, '.git'))) return { top: dir };
+    if (dirname(dir) === dir) return {};
+  }
+}
+
+/** Without a config, --dir or one of these serves a single tenant (SPEC section 1). */
+function singleTenantEnv(env: NodeJS.ProcessEnv): boolean {
+  return ['DUS_TENANT', 'DUS_BASE_URL', 'DUS_API_KEY'].some((name) => envValue(env, name) !== undefined);
+}
+
+function noConfigMessage(cwd: string, top: string | undefined): string {
+  const where = top === undefined ? `${cwd} (or above)`
+    : top === cwd ? `${cwd} (the top of its git repository)` : `${cwd} (or above, up to ${top}, the top of its git repository)`;
+  return `no ${DEFAULT_CONFIG_FILE} found in ${where}; pass --config FILE, or run dus-sync init to write one `
+    + '(a single tenant needs none: pass --dir DIR, with DUS_TENANT and DUS_BASE_URL set)';
 }
 
 function shownPath(file: string, cwd: string): string {

@@ -28,7 +28,8 @@ function repo(config: string | undefined, files: Record<string, string>, links: 
   return dir;
 }
 
-const list = async (dir: string) => listResourceFiles(await resolveConfig({ cwd: dir, env: {} }));
+// --dir: several repositories here have no config, and without one a folder must be named.
+const list = async (dir: string) => listResourceFiles(await resolveConfig({ cwd: dir, dir, env: {} }));
 
 describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
   it('ends on links that loop, and lists a file once, by its own path', async () => {
