@@ -67,7 +67,7 @@ export function buildProgram(): Command {
     .description('Keep Device Update Service firmware records and rollout actions in git, and converge the service to them.')
     .version(VERSION, '-V, --version', 'print the version')
     .option('-c, --config <file>', 'the config file (default: env DUS_CONFIG, else the nearest dus-sync.yaml in --dir or here, or above)')
-    .option('-d, --dir <dir>', 'the folder of desired-state files (default: the config file\'s folder, else .)')
+    .option('-d, --dir <dir>', 'the folder of desired-state files: narrows the config\'s resources to it (default: the config file\'s folder)')
     .option('-t, --tenant <name>', 'only this tenant (repeatable)', collect)
     .option('-l, --selector <k=v>', 'only documents whose metadata.labels match (repeatable, all must match)', collect)
     .option('--insecure-http', 'allow http:// to a host that is not loopback')

@@ -1,6 +1,7 @@
 // Finding the config as git finds its root (--config, DUS_CONFIG, then upwards from the folder
-// the command is about, ending at the top of a git work tree). Through the built CLI.
-import { rmSync } from 'node:fs';
+// the command is about, ending at the top of a git work tree), --dir as the resources folder,
+// and kind: Config never read as a desired-state document. Through the built CLI.
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, writeTree } from '../e2e/helpers.js';
@@ -90,5 +91,55 @@ describe('finding dus-sync.yaml', () => {
     expect(flagWins.stdout).toBe('1 file, 1 document: valid\n');
     const missing = await run(['validate'], elsewhere, { DUS_CONFIG: 'nope/dus-sync.yaml' });
     expect([missing.code, missing.stderr]).toEqual([1, 'error: the config file nope/dus-sync.yaml named by DUS_CONFIG does not exist; check DUS_CONFIG\n']);
+  });
+});
+
+describe('--dir is the resources folder', () => {
+  it('from another folder, --dir DIR uses the config above DIR and reads only its resources: neither the config nor the emulator seed', async () => {
+    const repo = tree(REPO);
+    const elsewhere = tree({ '.git/HEAD': '' });
+    const r = await run(['--dir', repo, 'validate'], elsewhere);
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, '3 files, 3 documents: valid\n', '']);
+  });
+
+  it('narrows the config\'s resources to the files below it (it was ignored when a config existed)', async () => {
+    const repo = tree(REPO);
+    const acme = await run(['--dir', 'tenants/acme', 'validate'], repo);
+    expect([acme.code, acme.stdout]).toEqual([0, '2 files, 2 documents: valid\n']);
+    const globex = await run(['--dir', join(repo, 'tenants/globex'), 'validate'], repo);
+    expect([globex.code, globex.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('outside the config\'s folder (with --config), every YAML file below --dir is read', async () => {
+    const repo = tree(REPO);
+    const desired = tree({ 'a.yaml': firmware('acme', '3.0'), 'sub/b.yml': firmware('globex', '3.1') });
+    const r = await run(['--config', join(repo, 'dus-sync.yaml'), '--dir', desired, 'validate'], repo);
+    expect([r.code, r.stdout]).toEqual([0, '2 files, 2 documents: valid\n']);
+  });
+});
+
+describe('kind: Config among the resources', () => {
+  it('the config in use is never read as a resource, even when the globs match it', async () => {
+    const repo = tree({ '.git/HEAD': '', 'dus-sync.yaml': CONFIG.replace('resources: ["tenants/**/*.yaml"]\n', ''), 'f.yaml': firmware('acme', '1.0') });
+    const r = await run(['validate'], repo);
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('another config (another environment\'s, a nested repository\'s) is an error that says how to go either way', async () => {
+    const repo = tree({ ...REPO, 'tenants/staging/dus-sync.yaml': CONFIG });
+    const r = await run(['validate'], repo);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('tenants/staging/dus-sync.yaml:1:1: this is a dus-sync config (kind: Config), not a desired-state document, and not the config in use (dus-sync.yaml); '
+      + 'to use it, pass --config tenants/staging/dus-sync.yaml; otherwise keep it out of the resources: add "!tenants/staging/dus-sync.yaml" to resources in dus-sync.yaml\n\n1 problem in 1 file\n');
+    // The advice works: excluded, the rest is valid.
+    writeFileSync(join(repo, 'dus-sync.yaml'), CONFIG.replace('resources: ["tenants/**/*.yaml"]', 'resources: ["tenants/**/*.yaml", "!tenants/staging/dus-sync.yaml"]'));
+    expect((await run(['validate'], repo)).stdout).toBe('3 files, 3 documents: valid\n');
+  });
+
+  it('without a config in use, it says to pass --config', async () => {
+    const dir = tree({ '.git/HEAD': '', 'desired/f.yaml': firmware('acme', '1.0'), 'desired/sub/other.yaml': CONFIG });
+    const r = await run(['--dir', 'desired', 'validate'], dir, { DUS_TENANT: 'acme' });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('desired/sub/other.yaml:1:1: this is a dus-sync config (kind: Config), not a desired-state document; to use it, pass --config desired/sub/other.yaml');
   });
 });

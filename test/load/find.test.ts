@@ -79,6 +79,14 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     expect(issues.map((i) => i.message)).toEqual([expect.stringMatching(/^this symbolic link points to the folder .* outside the repository folder .*--follow-external-symlinks/)]);
   });
 
+  it('--dir inside the repository walks only that folder, and reports only the links below it', async () => {
+    const outside = repo(undefined, { 'x.yaml': '' });
+    const dir = repo('resources: ["tenants/**/*.yaml"]\n', { 'tenants/acme/a.yaml': '', 'tenants/globex/b.yaml': '' }, { 'tenants/globex/out': outside, 'tenants/acme/gone': 'nowhere' });
+    const config = await resolveConfig({ cwd: dir, dir: 'tenants/acme', env: {} });
+    expect(await listResourceFiles(config)).toEqual(['a.yaml', 'gone']);
+    expect(await list(dir)).toEqual(['tenants/acme/a.yaml', 'tenants/acme/gone', 'tenants/globex/b.yaml', 'tenants/globex/out']);
+  });
+
   it('a repository reached through a link (git-sync swaps one) is read as usual', async () => {
     const real = repo('default_tenant: acme\n', { 'tenants/f.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: {}\nspec: { id: 1, phases: [] }\n' });
     const current = join(tmp, `current-${n++}`);
