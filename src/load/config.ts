@@ -6,6 +6,7 @@ import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig } from '../model/index.js';
 import { hint } from './did-you-mean.js';
+import { isEnvName } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
@@ -199,11 +200,34 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   }
   const scanned = scanNodes(src, doc);
   const validate = validator('config');
-  const ok = validate(value);
-  const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, validate.errors ?? [], new Set(scanned.map((i) => i.pointer))))];
+  validate(value);
+  // A malformed api_key_env gets its own message below, one that never quotes the value.
+  const errors = (validate.errors ?? []).filter((e) => !(e.keyword === 'pattern' && API_KEY_ENV_POINTER.test(e.instancePath)));
+  const ok = errors.length === 0;
+  const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, errors, new Set(scanned.map((i) => i.pointer)))), ...apiKeyEnvIssues(value, yamlPosition(src, doc))];
   if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)), ...intervalIssues(value as Config, yamlPosition(src, doc)));
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return value as Config;
+}
+
+const API_KEY_ENV_POINTER = /^\/tenants\/[^/]+\/api_key_env$/;
+
+function apiKeyEnvIssues(value: object, position: Position): ConfigIssue[] {
+  const tenants = (value as { tenants?: unknown }).tenants;
+  if (typeof tenants !== 'object' || tenants === null || Array.isArray(tenants)) return [];
+  const issues: ConfigIssue[] = [];
+  for (const [name, t] of Object.entries(tenants as Record<string, unknown>)) {
+    const env = typeof t === 'object' && t !== null ? (t as { api_key_env?: unknown }).api_key_env : undefined;
+    if (typeof env !== 'string' || env === '' || isEnvName(env)) continue;
+    const example = `DUS_API_KEY_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+    issues.push({
+      ...position(['tenants', name, 'api_key_env'], false),
+      pointer: `/tenants/${name.replace(/~/g, '~0').replace(/\//g, '~1')}/api_key_env`,
+      message: `tenants.${name}.api_key_env must be the NAME of an environment variable, such as ${example}; `
+        + 'the value given is not one (it is not shown, in case it is a key)',
+    });
+  }
+  return issues;
 }
 
 /** default_tenant must be one of the listed tenants, when tenants are listed. */
