@@ -116,6 +116,14 @@ describe('--dir is the resources folder', () => {
     const r = await run(['--config', join(repo, 'dus-sync.yaml'), '--dir', desired, 'validate'], repo);
     expect([r.code, r.stdout]).toEqual([0, '2 files, 2 documents: valid\n']);
   });
+
+  it('an empty --dir is an error naming the folder and what was searched', async () => {
+    const repo = tree({ ...REPO, 'tenants/initech/README.md': '' });
+    const r = await run(['--dir', 'tenants/initech', 'validate'], repo);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`error: no desired-state files found in ${join(repo, 'tenants/initech')} (searched for tenants/**/*.yaml relative to dus-sync.yaml, below tenants/initech); `
+      + 'check --dir and "resources" in dus-sync.yaml, or write the live state of a tenant into files with dus-sync export --tenant NAME --out DIR\n');
+  });
 });
 
 describe('kind: Config among the resources', () => {
