@@ -154,6 +154,13 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addHelpText('after', '\nExample:\n  $ dus-sync status --tenant acme')
     .action(lazy(() => import('./status.js')));
 
+  program.command('init')
+    .description('write a first dus-sync.yaml here (or in --dir), and keep the intent journal out of git')
+    .option('--base-url <url>', 'the API\'s base URL (else left for you to fill in)')
+    .option('-f, --force', 'replace an existing dus-sync.yaml')
+    .addHelpText('after', '\nThe global --tenant NAME (repeatable) lists the tenants.\nExample:\n  $ dus-sync init --base-url https://updates.example.com --tenant acme')
+    .action(lazy(() => import('./init.js')));
+
   program.command('emulator')
     .description('run the local emulator of the Device Update Service API')
     .option('-p, --port <port>', 'port (0 picks a free one)', count('--port', { min: 0, max: 65_535 }), 8080)
