@@ -1,6 +1,6 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
 import { access } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
@@ -149,9 +149,9 @@ async function findConfigFile(opts: ResolveConfigOptions): Promise<FoundConfig> 
 
 async function searchUpwards(start: string): Promise<FoundConfig> {
   for (let dir = start; ; dir = dirname(dir)) {
-    const file = join(dir, DEFAULT_CONFIG_FILE);
+    const file = resolve(dir, DEFAULT_CONFIG_FILE);
     if (await exists(file)) return { file };
-    if (await exists(join(dir, '.git'))) return { top: dir };
+    if (await exists(resolve(dir, '.git'))) return { top: dir };
     if (dirname(dir) === dir) return {};
   }
 }
