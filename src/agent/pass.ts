@@ -7,6 +7,7 @@ import type { ApiLimits, Clock, DesiredState, Logger, ResolvedConfig } from '../
 import { ApiError, ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
+import { checkSelection } from '../load/selection.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
@@ -71,7 +72,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
   const cache = new Map<string, CachedFile>();
   let client: { key: string; api: ApiClient } | undefined;
 
-  async function loadCached(config: ResolvedConfig): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[] }> {
+  async function loadCached(config: ResolvedConfig): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[] }> {
     const paths = await listResourceFiles(config);
     const seen = new Set(paths);
     // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
@@ -86,7 +87,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       return file;
     });
     for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
-    return assemble(parsed, config, opts.filter);
+    return { ...assemble(parsed, config, opts.filter), files: parsed };
   }
 
   async function clientFor(config: ResolvedConfig, tenants: readonly string[]): Promise<ApiClient> {
@@ -123,12 +124,20 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     }
     const loaded = await loadCached(config).catch((err: unknown) => err);
     if (loaded instanceof Error) return invalid(loaded, opts.log);
-    const { desired, issues } = loaded as Awaited<ReturnType<typeof loadCached>>;
+    const { desired, issues, files } = loaded as Awaited<ReturnType<typeof loadCached>>;
     if (issues.length > 0) return invalid(new ConfigError(issues), opts.log);
+    // An empty repository, or a --tenant or --selector that matches nothing, is an error the
+    // agent logs and reports (not ready) until the files or flags are fixed; it keeps running.
+    try {
+      checkSelection(files, config, opts.filter);
+    } catch (err) {
+      return invalid(err, opts.log);
+    }
 
     try {
       const tenants = tenantsOf(desired);
-      if (tenants.length === 0) return result({ result: 'success', message: 'no desired-state documents' });
+      // Only a tenant dus-sync.yaml lists, with nothing declared yet, gets here (see checkSelection).
+      if (tenants.length === 0) return result({ result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
       const api = await clientFor(config, tenants);
       const { plan, live } = await fetchAndPlan(api, desired, opts.concurrency, signal);
       warnKeysOnce(keysInLive(live, desired));

@@ -7,7 +7,8 @@ import type {
   ApiLimits, ApplyReport, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
 } from '../model/index.js';
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
-import { loadDesiredState, type LoadFilter, type LoadResult } from '../load/index.js';
+import { assemble, readParsedFiles, type LoadFilter, type LoadResult } from '../load/index.js';
+import { checkSelection } from '../load/selection.js';
 import { readApiKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
@@ -30,10 +31,15 @@ export interface ConnectOptions {
   readonly onRequest?: (e: RequestEvent) => void;
 }
 
-/** Loads the desired state; any issue is a ConfigError (nothing gets written on invalid input). */
+/**
+ * Loads the desired state; any issue is a ConfigError (nothing gets written on invalid input),
+ * and no files, or a --tenant or --selector that matches nothing, is a UserError.
+ */
 export async function loadOrThrow(config: ResolvedConfig, filter: LoadFilter): Promise<DesiredState> {
-  const result: LoadResult = await loadDesiredState(config, filter);
+  const files = await readParsedFiles(config);
+  const result: LoadResult = assemble(files, config, filter);
   if (result.issues.length > 0) throw new ConfigError(result.issues);
+  checkSelection(files, config, filter);
   return result.desired;
 }
 

@@ -2,9 +2,9 @@
 // glob becomes the folder before its first wildcard, and a filter decides which events matter.
 import { realpathSync } from 'node:fs';
 import { dirname, relative, resolve, sep } from 'node:path';
-import picomatch from 'picomatch';
 import type { ResolvedConfig } from '../model/index.js';
-import { selectResourcePaths } from '../load/index.js';
+import { resourceScope, selectResourcePaths } from '../load/index.js';
+import { scopesOf } from '../load/find.js';
 import { isInside } from '../load/read-file.js';
 
 export interface WatchTargets {
@@ -41,18 +41,11 @@ function insideRepository(repository: string, followExternal: boolean): (path: s
   };
 }
 
-const DEFAULT_GLOBS = ['**/*.yaml', '**/*.yml'];
-
 export function watchTargets(config: ResolvedConfig): WatchTargets {
-  const base = config.file ? dirname(config.file) : config.dir;
-  const globs = config.resources && config.resources.length > 0 ? config.resources : DEFAULT_GLOBS;
-  const roots: string[] = [];
-  for (const g of globs) {
-    const scan = picomatch.scan(g);
-    if (scan.negated) continue;
-    // A literal file is watched through its folder, so that it may be created or replaced.
-    roots.push(resolve(base, scan.isGlob ? scan.base : dirname(scan.base)));
-  }
+  // The folders the loader walks (src/load/find.ts): each glob's folder before its first
+  // wildcard (a literal file's folder, so that it may be created or replaced), within --dir.
+  const { base, patterns, under } = resourceScope(config);
+  const roots = scopesOf(patterns, under).map((s) => resolve(base, s.dir));
   // The config file stays a path of its own even inside a root: it is not a resource, so only
   // being a watched path makes its events count.
   const paths = [...(config.file ? [config.file] : []), ...fold(roots)];

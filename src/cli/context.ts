@@ -2,6 +2,7 @@
 import { styleText } from 'node:util';
 import type { ApiLimits, Logger } from '../model/index.js';
 import { safeText } from '../core/render/ansi.js';
+import { UserError } from '../errors.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -60,14 +61,22 @@ export function paint(enabled: boolean): (style: Style, text: string) => string 
   return enabled ? (style, text) => styleText(style, text) : (_style, text) => text;
 }
 
-/** Parses --selector k=v flags into a label map. */
+/**
+ * Parses --selector k=v flags into a label map. A key given twice with two values is refused:
+ * every selector must match, and a label has one value, so no document could match both.
+ */
 export function parseSelector(selector: readonly string[] | undefined): Record<string, string> | undefined {
   if (!selector || selector.length === 0) return undefined;
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const s of selector) {
     const eq = s.indexOf('=');
-    if (eq <= 0) throw new Error(`--selector takes key=value, not "${s}"`);
-    out[s.slice(0, eq)] = s.slice(eq + 1);
+    if (eq <= 0) throw new UserError(`--selector takes key=value, not "${s}"`);
+    const key = s.slice(0, eq);
+    const value = s.slice(eq + 1);
+    if (key in out && out[key] !== value) {
+      throw new UserError(`--selector gives the label ${key} twice (${key}=${out[key]!} and ${key}=${value}); every selector must match and a label has one value, so no document could match both: give ${key} once`);
+    }
+    out[key] = value;
   }
   return out;
 }

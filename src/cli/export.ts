@@ -12,6 +12,7 @@ import { effectiveLimits } from '../api/limits.js';
 import { exportFiles, type ExportedFile } from '../core/export.js';
 import { UserError } from '../errors.js';
 import { readApiKeys } from '../load/keys.js';
+import { checkExportTenant } from '../load/selection.js';
 import type { Action, Logger } from '../model/index.js';
 import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
@@ -150,6 +151,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   if (tenants.length > 1) throw new UserError(`export writes one tenant at a time; run it once for each of ${tenants.join(', ')}`);
   const tenant = tenants[0] ?? config.defaultTenant;
   if (!tenant) throw new UserError('export needs a tenant: pass --tenant NAME, or set default_tenant in dus-sync.yaml (or DUS_TENANT)');
+  checkExportTenant(config, tenant);
   if (!config.baseUrl) throw new UserError('export needs the API\'s address: set base_url in dus-sync.yaml or DUS_BASE_URL');
   const actionIds = parseActionIds(opts.action);
 

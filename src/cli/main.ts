@@ -76,8 +76,8 @@ export function buildProgram(): Command {
   program
     .description('Keep Device Update Service firmware records and rollout actions in git, and converge the service to them.')
     .version(VERSION, '-V, --version', 'print the version')
-    .option('-c, --config <file>', 'the config file (default: ./dus-sync.yaml when present)')
-    .option('-d, --dir <dir>', 'the folder of desired-state files (default: the config file\'s folder, else .)')
+    .option('-c, --config <file>', 'the config file (default: env DUS_CONFIG, else the nearest dus-sync.yaml in --dir or here, or above)')
+    .option('-d, --dir <dir>', 'the folder of desired-state files: narrows the config\'s resources to it (default: the config file\'s folder)')
     .option('-t, --tenant <name>', 'only this tenant (repeatable)', collect)
     .option('-l, --selector <k=v>', 'only documents whose metadata.labels match (repeatable, all must match)', collect)
     .option('--insecure-http', 'allow http:// to a host that is not loopback')
@@ -100,7 +100,7 @@ Examples:
   $ dus-sync apply --auto-approve             # converge the service to git
   $ dus-sync watch --listen 0.0.0.0:9090      # run as an agent
 
-Environment: DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), DUS_MAX_FILE_SIZE, DUS_FOLLOW_EXTERNAL_SYMLINKS, NO_COLOR.
+Environment: DUS_CONFIG, DUS_BASE_URL, DUS_TENANT, DUS_API_KEY (single tenant), DUS_MAX_FILE_SIZE, DUS_FOLLOW_EXTERNAL_SYMLINKS, NO_COLOR.
 Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused plan), 2 plan --detailed-exitcode with changes.`);
 
   program.command('validate')
@@ -168,6 +168,13 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))
     .addHelpText('after', '\nExample:\n  $ dus-sync status --tenant acme')
     .action(lazy(() => import('./status.js')));
+
+  program.command('init')
+    .description('write a first dus-sync.yaml here (or in --dir), and keep the intent journal out of git')
+    .option('--base-url <url>', 'the API\'s base URL (else left for you to fill in)')
+    .option('-f, --force', 'replace an existing dus-sync.yaml')
+    .addHelpText('after', '\nThe global --tenant NAME (repeatable) lists the tenants.\nExample:\n  $ dus-sync init --base-url https://updates.example.com --tenant acme')
+    .action(lazy(() => import('./init.js')));
 
   program.command('emulator')
     .description('run the local emulator of the Device Update Service API')

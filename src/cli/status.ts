@@ -1,6 +1,7 @@
 // `dus-sync status`: live rollout status of the declared actions (reads only).
 import { connect, loadOrThrow } from '../agent/reconcile.js';
 import { renderStatusJson, renderStatusText, type ActionStatus } from '../core/render/status.js';
+import { UserError } from '../errors.js';
 import { redactDeep } from '../redact.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
@@ -13,8 +14,10 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const actions = [...desired.actions].sort((a, b) => (a.tenant === b.tenant ? a.id - b.id : a.tenant < b.tenant ? -1 : 1));
   const tenants = [...new Set(actions.map((a) => a.tenant))];
   if (actions.length === 0) {
-    process.stdout.write(format === 'json' ? '[]\n' : 'No actions are declared.\n');
-    return 0;
+    // "No actions" with exit 0 reads as "all rollouts fine" to a script; there is nothing to show.
+    const scope = filter.tenants && filter.tenants.length > 0 ? ` for tenant ${filter.tenants.join(' or ')}` : '';
+    throw new UserError(`no actions are declared${scope}${filter.selector ? ' with these labels' : ''}, so there is no rollout to show; `
+      + 'status reads the actions that Action documents declare (dus-sync export --tenant NAME --action ID --out DIR writes one from the live state)');
   }
   const client = await connect(config, tenants, { env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals) });
   try {

@@ -2,6 +2,7 @@
 import { ConfigError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, readParsedFiles } from '../load/index.js';
+import { checkSelection } from '../load/selection.js';
 import { safeText } from '../core/render/ansi.js';
 import { configEnv, paint, parseSelector, useColor, type GlobalOptions } from './context.js';
 import { writeWorkflowCommands } from './output.js';
@@ -16,10 +17,12 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions,
   try {
     const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: configEnv(globals) });
     const parsed = await readParsedFiles(config);
-    const result = assemble(parsed, config, { tenants: globals.tenant, selector: parseSelector(globals.selector) });
+    const filter = { tenants: globals.tenant, selector: parseSelector(globals.selector) };
+    const result = assemble(parsed, config, filter);
     issues = result.issues;
     files = parsed.length;
-    if (files === 0) process.stderr.write(`warning: no desired-state files were found in ${safeText(config.dir)}${config.resources ? ` matching ${safeText(config.resources.join(', '))}` : ''}\n`);
+    // Valid files that hold nothing the flags ask for are an error, not "0 files: valid".
+    if (issues.length === 0) checkSelection(parsed, config, filter);
     documents = parsed.reduce((n, f) => n + f.documents.length, 0);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

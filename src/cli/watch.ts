@@ -31,7 +31,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   } catch (err) {
     log.error(err instanceof Error ? err.message : String(err));
   }
-  const targets: WatchTargets = first ? watchTargets(first) : fallbackTargets(cwd, globals.config, globals.dir);
+  const targets: WatchTargets = first ? watchTargets(first) : fallbackTargets(cwd, globals.config ?? (env.DUS_CONFIG?.trim() || undefined), globals.dir);
   const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;
 
   const metrics = new AgentMetrics();

@@ -6,6 +6,7 @@ import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig } from '../model/index.js';
 import { hint } from './did-you-mean.js';
+import { isEnvName } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
@@ -62,7 +63,11 @@ export function readPolicyFromEnv(env: NodeJS.ProcessEnv): ReadPolicy {
 
 export async function resolveConfig(opts: ResolveConfigOptions): Promise<ResolvedConfig> {
   const reading = readPolicyFromEnv(opts.env);
-  const file = await findConfigFile(opts);
+  const found = await findConfigFile(opts);
+  const file = found.file;
+  if (file === undefined && opts.dir === undefined && !singleTenantEnv(opts.env)) {
+    throw new UserError(noConfigMessage(resolve(opts.cwd), found.top));
+  }
   const raw = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes) : undefined;
   const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
 
@@ -116,14 +121,53 @@ function defaultTenant(env: NodeJS.ProcessEnv, raw: Config | undefined): string 
   return envValue(env, 'DUS_TENANT') ?? raw?.default_tenant;
 }
 
-async function findConfigFile(opts: ResolveConfigOptions): Promise<string | undefined> {
+interface FoundConfig {
+  readonly file?: string;
+  /** Where the upward search stopped without finding one: the top of a git work tree. */
+  readonly top?: string;
+}
+
+/**
+ * Where the config is, as git and most tools find theirs: --config, else DUS_CONFIG, else the
+ * nearest dus-sync.yaml in the folder the command is about (--dir, else the working folder) or
+ * above it. The search ends at the first one found, and at the top of a git work tree (a folder
+ * holding .git): a dus-sync.yaml above the repository is not versioned with it, so CI would not
+ * see it, and a stray one in a home folder would otherwise claim every repository below.
+ */
+async function findConfigFile(opts: ResolveConfigOptions): Promise<FoundConfig> {
   if (opts.config !== undefined) {
     const file = resolve(opts.cwd, opts.config);
     if (!(await exists(file))) throw new UserError(`the config file ${opts.config} does not exist; check --config`);
-    return file;
+    return { file };
   }
-  const fallback = resolve(opts.cwd, DEFAULT_CONFIG_FILE);
-  return (await exists(fallback)) ? fallback : undefined;
+  const fromEnv = envValue(opts.env, 'DUS_CONFIG');
+  if (fromEnv !== undefined) {
+    const file = resolve(opts.cwd, fromEnv);
+    if (!(await exists(file))) throw new UserError(`the config file ${fromEnv} named by DUS_CONFIG does not exist; check DUS_CONFIG`);
+    return { file };
+  }
+  return searchUpwards(resolve(opts.cwd, opts.dir ?? '.'));
+}
+
+async function searchUpwards(start: string): Promise<FoundConfig> {
+  for (let dir = start; ; dir = dirname(dir)) {
+    const file = resolve(dir, DEFAULT_CONFIG_FILE);
+    if (await exists(file)) return { file };
+    if (await exists(resolve(dir, '.git'))) return { top: dir };
+    if (dirname(dir) === dir) return {};
+  }
+}
+
+/** Without a config, --dir or one of these serves a single tenant (SPEC section 1). */
+function singleTenantEnv(env: NodeJS.ProcessEnv): boolean {
+  return ['DUS_TENANT', 'DUS_BASE_URL', 'DUS_API_KEY'].some((name) => envValue(env, name) !== undefined);
+}
+
+function noConfigMessage(cwd: string, top: string | undefined): string {
+  const where = top === undefined ? `${cwd} (or above)`
+    : top === cwd ? `${cwd} (the top of its git repository)` : `${cwd} (or above, up to ${top}, the top of its git repository)`;
+  return `no ${DEFAULT_CONFIG_FILE} found in ${where}; pass --config FILE, or run dus-sync init to write one `
+    + '(a single tenant needs none: pass --dir DIR, with DUS_TENANT and DUS_BASE_URL set)';
 }
 
 function shownPath(file: string, cwd: string): string {
@@ -158,11 +202,34 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   }
   const scanned = scanNodes(src, doc);
   const validate = validator('config');
-  const ok = validate(value);
-  const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, validate.errors ?? [], new Set(scanned.map((i) => i.pointer))))];
+  validate(value);
+  // A malformed api_key_env gets its own message below, one that never quotes the value.
+  const errors = (validate.errors ?? []).filter((e) => !(e.keyword === 'pattern' && API_KEY_ENV_POINTER.test(e.instancePath)));
+  const ok = errors.length === 0;
+  const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, errors, new Set(scanned.map((i) => i.pointer)))), ...apiKeyEnvIssues(value, yamlPosition(src, doc))];
   if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)), ...intervalIssues(value as Config, yamlPosition(src, doc)));
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return value as Config;
+}
+
+const API_KEY_ENV_POINTER = /^\/tenants\/[^/]+\/api_key_env$/;
+
+function apiKeyEnvIssues(value: object, position: Position): ConfigIssue[] {
+  const tenants = (value as { tenants?: unknown }).tenants;
+  if (typeof tenants !== 'object' || tenants === null || Array.isArray(tenants)) return [];
+  const issues: ConfigIssue[] = [];
+  for (const [name, t] of Object.entries(tenants as Record<string, unknown>)) {
+    const env = typeof t === 'object' && t !== null ? (t as { api_key_env?: unknown }).api_key_env : undefined;
+    if (typeof env !== 'string' || env === '' || isEnvName(env)) continue;
+    const example = `DUS_API_KEY_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+    issues.push({
+      ...position(['tenants', name, 'api_key_env'], false),
+      pointer: `/tenants/${name.replace(/~/g, '~0').replace(/\//g, '~1')}/api_key_env`,
+      message: `tenants.${name}.api_key_env must be the NAME of an environment variable, such as ${example}; `
+        + 'the value given is not one (it is not shown, in case it is a key)',
+    });
+  }
+  return issues;
 }
 
 /** default_tenant must be one of the listed tenants, when tenants are listed. */

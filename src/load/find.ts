@@ -20,6 +20,8 @@ export interface FindOptions {
   readonly realRoot: string;
   readonly patterns: readonly string[];
   readonly followExternalSymlinks: boolean;
+  /** Relative to `base` (posix): only this folder is walked (--dir inside the config's folder). */
+  readonly under?: string;
 }
 
 export interface Found {
@@ -29,15 +31,15 @@ export interface Found {
   readonly unwalked: readonly string[];
 }
 
-interface Scope {
+export interface Scope {
   /** Relative to base, posix, '' for base itself. */
   readonly dir: string;
   /** Levels of entries below `dir` that the glob can reach (Infinity with **). */
   readonly depth: number;
 }
 
-/** The folders each positive glob can match in, and how deep. */
-function scopesOf(patterns: readonly string[]): Scope[] {
+/** The folders each positive glob can match in, and how deep; within `under` when given. */
+export function scopesOf(patterns: readonly string[], under = ''): Scope[] {
   const scopes: Scope[] = [];
   for (const p of patterns) {
     const scan = picomatch.scan(p);
@@ -50,6 +52,19 @@ function scopesOf(patterns: readonly string[]): Scope[] {
     // Every '/' of the glob part may be one level (a brace or extglob may hold fewer): never too shallow.
     scopes.push({ dir: scan.base, depth: scan.glob.includes('**') ? Infinity : scan.glob.split('/').length });
   }
+  if (under !== '') return foldScopes(scopes.flatMap((s) => clip(s, under)));
+  return foldScopes(scopes);
+}
+
+/** A scope cut down to the part of it inside `under`: none, all of it, or `under` itself. */
+function clip(s: Scope, under: string): Scope[] {
+  if (covers(under, s.dir)) return [s];
+  if (!covers(s.dir, under)) return [];
+  const levels = under.split('/').length - (s.dir === '' ? 0 : s.dir.split('/').length);
+  return s.depth > levels ? [{ dir: under, depth: s.depth - levels }] : [];
+}
+
+function foldScopes(scopes: readonly Scope[]): Scope[] {
   // A scope inside another that already reaches every depth adds nothing.
   const widestFirst = [...scopes].sort((a, b) => Number(b.depth === Infinity) - Number(a.depth === Infinity) || a.dir.length - b.dir.length);
   const kept: Scope[] = [];
@@ -74,7 +89,7 @@ export function findCandidates(opts: FindOptions): Found {
 
   const mayFollow = (real: string): boolean => opts.followExternalSymlinks || isInside(opts.realRoot, real);
 
-  for (const scope of scopesOf(opts.patterns)) {
+  for (const scope of scopesOf(opts.patterns, opts.under)) {
     // Each real folder once per scope, remembering how much depth was left when it was walked.
     // Links to folders wait until every real folder was walked, so that a file is listed by its
     // own path rather than through a link that happens to sort first.

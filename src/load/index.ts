@@ -3,7 +3,7 @@
 // watch agent can cache its result by path and text and re-parse only what changed.
 import { realpathSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import picomatch from 'picomatch';
 import type { Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
@@ -79,27 +79,55 @@ function readPolicy(config: ResolvedConfig): ReadPolicy {
   return config.reading ?? DEFAULT_READ_POLICY;
 }
 
-/** The repository: the config's folder, as a real path (links resolved), that files must stay in. */
+export const DEFAULT_GLOBS: readonly string[] = ['**/*.yaml', '**/*.yml'];
+
+/** Which files are resources: globs relative to `base`, limited to the folder `under` it. */
+export interface ResourceScope {
+  /** Absolute: the folder the globs are relative to, and the repository that links must stay in. */
+  readonly base: string;
+  readonly patterns: readonly string[];
+  /** Relative to `base`, posix: the --dir folder ('' for all of `base`). */
+  readonly under: string;
+  /** Whether the patterns are the config's `resources` (else the default: every YAML file). */
+  readonly fromConfig: boolean;
+}
+
+/**
+ * --dir is the resources folder. Inside the config's folder it narrows the config's `resources`
+ * globs (relative to the config file, as always) to the files below it. Outside it (only with
+ * --config or DUS_CONFIG) those globs cannot reach it: every YAML file below --dir is read,
+ * and --dir is the repository. Without --dir the config's folder holds the resources.
+ */
+export function resourceScope(config: ResolvedConfig): ResourceScope {
+  const folder = configFolder(config);
+  const rel = toPosix(relative(folder, config.dir));
+  const inside = rel === '' || (!rel.startsWith('../') && rel !== '..' && !isAbsolute(rel));
+  // Only exclusions ("!archive/**") exclude from the default: every YAML file.
+  const globs = config.resources ?? [];
+  const own = globs.length === 0 ? undefined : globs.some((g) => !g.startsWith('!')) ? globs : [...DEFAULT_GLOBS, ...globs];
+  if (!inside) return { base: config.dir, patterns: DEFAULT_GLOBS, under: '', fromConfig: false };
+  return { base: folder, patterns: own ?? DEFAULT_GLOBS, under: rel, fromConfig: own !== undefined };
+}
+
+/** The repository: the resources' base folder, as a real path (links resolved), that files must stay in. */
 function repositoryRoot(config: ResolvedConfig): string {
+  const base = resourceScope(config).base;
   try {
-    return realpathSync.native(configFolder(config));
+    return realpathSync.native(base);
   } catch {
-    return configFolder(config);
+    return base;
   }
 }
 
-const DEFAULT_GLOBS = ['**/*.yaml', '**/*.yml'];
-
 /** Pure: the files among `paths` (relative to config.dir) that are desired-state files. */
 export function selectResourcePaths(paths: readonly string[], config: ResolvedConfig): string[] {
-  const base = configFolder(config);
-  const patterns = config.resources && config.resources.length > 0 ? [...config.resources] : DEFAULT_GLOBS;
+  const { base, patterns, under } = resourceScope(config);
   // picomatch ORs a list of patterns, so a negation in it would match everything: split them.
   const positives = patterns.filter((p) => !p.startsWith('!'));
   const negatives = patterns.filter((p) => p.startsWith('!')).map((p) => p.slice(1));
-  const included = picomatch(positives.length > 0 ? positives : DEFAULT_GLOBS, { dot: false });
+  const included = picomatch(positives.length > 0 ? positives : [...DEFAULT_GLOBS], { dot: false });
   const excluded = negatives.length > 0 ? picomatch(negatives, { dot: false }) : () => false;
-  const match = (path: string): boolean => included(path) && !excluded(path);
+  const match = (path: string): boolean => included(path) && !excluded(path) && (under === '' || path.startsWith(`${under}/`));
   const configRel = config.file ? toPosix(relative(config.dir, config.file)) : undefined;
   const out = new Set<string>();
   for (const raw of paths) {
@@ -121,12 +149,12 @@ export async function listResourceFiles(config: ResolvedConfig): Promise<string[
     if (err instanceof UserError) throw err;
     throw new UserError(`the folder ${config.dir} does not exist; check --dir or the location of dus-sync.yaml`);
   }
-  const base = configFolder(config);
-  const patterns = config.resources && config.resources.length > 0 ? [...config.resources] : DEFAULT_GLOBS;
-  const found = findCandidates({ base, realRoot: repositoryRoot(config), patterns, followExternalSymlinks: readPolicy(config).followExternalSymlinks });
+  const { base, patterns, under } = resourceScope(config);
+  const found = findCandidates({ base, realRoot: repositoryRoot(config), patterns, under, followExternalSymlinks: readPolicy(config).followExternalSymlinks });
   const fromDir = (p: string): string => toPosix(relative(config.dir, join(base, p)));
   // Links to folders that were not walked are listed too, so that reading them reports why.
-  const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...found.unwalked.map(fromDir)]);
+  const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
+  const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
   return [...selected].sort();
 }
 
@@ -151,7 +179,7 @@ export function parseFileWithYaml(file: SourceFile, shown: string, config: Resol
     const documents: ParsedDocument[] = [];
     const issues: ConfigIssue[] = [...src.issues];
     src.documents.forEach((doc, index) => {
-      const r = parseDocument(src, doc, index, config);
+      const r = parseDocument(src, doc, index, config, file.path);
       documents.push(r.document);
       issues.push(...r.issues);
     });
@@ -159,7 +187,7 @@ export function parseFileWithYaml(file: SourceFile, shown: string, config: Resol
   }
 }
 
-function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, config: ResolvedConfig): { document: ParsedDocument; issues: ConfigIssue[] } {
+function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, config: ResolvedConfig, path: string): { document: ParsedDocument; issues: ConfigIssue[] } {
   const start = issueAt(src.file, src.lineCounter, offsetOf(doc.contents!), '', '');
   const source: SourceLocation = { file: start.file, line: start.line, column: start.column };
   const bare: ParsedDocument = { index, source };
@@ -177,6 +205,7 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   if (!('apiVersion' in value)) {
     return fail('this document has no "apiVersion: dus-sync/v1", so it is not a dus-sync document; add it, or keep this file out of the resources (see "resources" in dus-sync.yaml)');
   }
+  if (value.apiVersion === 'dus-sync/v1' && value.kind === 'Config') return fail(anotherConfig(config, path, src.file));
 
   const scanned = scanNodes(src, doc);
   const refused = scanned.some((i) => i.message.startsWith('the key "'));
@@ -191,6 +220,21 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   const identity = refused ? undefined : sem.identity;
   const object = valid && sem.issues.length === 0 && identity ? buildObject(value, identity.tenant, source) : undefined;
   return { document: { index, source, identity, object }, issues };
+}
+
+/**
+ * A config among the resources that is not the one in use (that one is never listed): another
+ * environment's, or a nested repository's. Its documents are not desired state, and the files
+ * beside it were probably meant for it, so it is an error that says how to go either way.
+ */
+function anotherConfig(config: ResolvedConfig, path: string, shown: string): string {
+  const what = 'this is a dus-sync config (kind: Config), not a desired-state document';
+  if (!config.file) return `${what}; to use it, pass --config ${shown}; otherwise move it out of the resources folder`;
+  const { base } = resourceScope(config);
+  const glob = toPosix(relative(base, join(config.dir, path)));
+  const inUse = toPosix(relative(process.cwd(), config.file)) || config.file;
+  const away = base === configFolder(config) ? `add "!${glob}" to resources in ${inUse}` : 'move it out of the --dir folder';
+  return `${what}, and not the config in use (${inUse}); to use it, pass --config ${shown}; otherwise keep it out of the resources: ${away}`;
 }
 
 // ---------------------------------------------------------------- assembling

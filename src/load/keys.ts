@@ -8,6 +8,16 @@ import { readRegularFile } from './read-file.js';
 /** A key file is a line of text; a larger one is not a key (a PR may point api_key_file at /dev/zero). */
 const MAX_KEY_FILE_BYTES = 64 * 1024;
 
+/**
+ * Whether api_key_env holds an environment variable's name. A value that is not one, or that
+ * looks like a key (20 characters or more, letters and digits, no underscore), is most likely the
+ * key itself pasted in: the config check refuses it, and no message ever echoes it.
+ */
+export function isEnvName(value: string): boolean {
+  const keyLike = value.length >= 20 && !value.includes('_') && /[0-9]/.test(value) && /[A-Za-z]/.test(value);
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(value) && !keyLike;
+}
+
 /** tenant → key, for the given tenants. Every key read is registered for redaction. */
 export async function readApiKeys(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<Map<string, string>> {
   const keys = new Map<string, string>();
@@ -25,7 +35,9 @@ async function readKey(config: ResolvedConfig, tenant: string, env: NodeJS.Proce
   const name = entry?.apiKeyEnv ?? 'DUS_API_KEY';
   const value = env[name]?.trim();
   if (!value) {
-    throw new UserError(`no API key for tenant "${tenant}": set the environment variable ${name}`);
+    // The config check refuses a name that may be a key; this guards any other way in.
+    const shown = isEnvName(name) ? name : `that tenants.${tenant}.api_key_env names (not shown: it does not look like a name)`;
+    throw new UserError(`no API key for tenant "${tenant}": set the environment variable ${shown}`);
   }
   return value;
 }

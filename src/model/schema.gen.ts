@@ -271,7 +271,7 @@ export interface Config {
  */
 export interface TenantConfig {
   /**
-   * Name of the environment variable that holds the key.
+   * Name of the environment variable that holds the key, e.g. DUS_API_KEY_ACME; never the key itself.
    */
   api_key_env?: string;
   /**

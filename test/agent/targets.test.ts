@@ -33,6 +33,20 @@ describe('watchTargets', () => {
     expect(t.paths).toEqual(['/repo/dus-sync.yaml', '/repo/extra', '/repo/tenants']);
   });
 
+  it('--dir inside the config\'s folder narrows the roots and the filter to it', () => {
+    const t = watchTargets(config({ dir: '/repo/tenants/acme', resources: ['tenants/**/*.yaml', 'shared/*.yml'] }));
+    expect(t.paths).toEqual(['/repo/dus-sync.yaml', '/repo/tenants/acme']);
+    expect(t.filter('/repo/tenants/acme/a.yaml')).toBe(true);
+    expect(t.filter('/repo/tenants/globex/a.yaml')).toBe(false);
+    expect(t.filter('/repo/shared/x.yml')).toBe(false);
+  });
+
+  it('--dir outside the config\'s folder is watched whole: the config\'s globs cannot reach it', () => {
+    const t = watchTargets(config({ dir: '/desired', resources: ['tenants/**/*.yaml'] }));
+    expect(t.paths).toEqual(['/repo/dus-sync.yaml', '/desired']);
+    expect(t.filter('/desired/x/a.yml')).toBe(true);
+  });
+
   it('without a config file watches --dir', () => {
     const t = watchTargets(config({ file: undefined, dir: '/desired' }));
     expect(t.paths).toEqual(['/desired']);

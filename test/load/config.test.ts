@@ -160,6 +160,14 @@ describe('readApiKeys', () => {
     await expect(readApiKeys(config, ['solo'], { KEY_ACME: 'x' })).rejects.toThrow('set the environment variable DUS_API_KEY');
   });
 
+  it('never names an api_key_env that does not look like a name (it may be the key), however it got there', async () => {
+    const config = { dir, tenants: { acme: { apiKeyEnv: 'sk-live-0123456789abcdef' }, hex: { apiKeyEnv: 'a3f9c2e1b4d5a6f7e8d9c0b1' } }, safety: {}, watchIntervalMs: 1, suspend: false };
+    for (const tenant of ['acme', 'hex']) {
+      const err = await readApiKeys(config, [tenant], {}).then(() => new Error('no error'), (e: unknown) => e as Error);
+      expect(err.message).toBe(`no API key for tenant "${tenant}": set the environment variable that tenants.${tenant}.api_key_env names (not shown: it does not look like a name)`);
+    }
+  });
+
   it('names the file when it is missing, and never prints a key', async () => {
     const d = folder('keys-missing', { 'dus-sync.yaml': CONFIG });
     const config = await resolveConfig({ cwd: d, env: {} });

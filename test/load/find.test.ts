@@ -28,7 +28,8 @@ function repo(config: string | undefined, files: Record<string, string>, links: 
   return dir;
 }
 
-const list = async (dir: string) => listResourceFiles(await resolveConfig({ cwd: dir, env: {} }));
+// --dir: several repositories here have no config, and without one a folder must be named.
+const list = async (dir: string) => listResourceFiles(await resolveConfig({ cwd: dir, dir, env: {} }));
 
 describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
   it('ends on links that loop, and lists a file once, by its own path', async () => {
@@ -76,6 +77,14 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     expect(await list(dir)).toEqual(['tenants']);
     const { issues } = await loadDesiredState(await resolveConfig({ cwd: dir, env: {} }));
     expect(issues.map((i) => i.message)).toEqual([expect.stringMatching(/^this symbolic link points to the folder .* outside the repository folder .*--follow-external-symlinks/)]);
+  });
+
+  it('--dir inside the repository walks only that folder, and reports only the links below it', async () => {
+    const outside = repo(undefined, { 'x.yaml': '' });
+    const dir = repo('resources: ["tenants/**/*.yaml"]\n', { 'tenants/acme/a.yaml': '', 'tenants/globex/b.yaml': '' }, { 'tenants/globex/out': outside, 'tenants/acme/gone': 'nowhere' });
+    const config = await resolveConfig({ cwd: dir, dir: 'tenants/acme', env: {} });
+    expect(await listResourceFiles(config)).toEqual(['a.yaml', 'gone']);
+    expect(await list(dir)).toEqual(['tenants/acme/a.yaml', 'tenants/acme/gone', 'tenants/globex/b.yaml', 'tenants/globex/out']);
   });
 
   it('a repository reached through a link (git-sync swaps one) is read as usual', async () => {

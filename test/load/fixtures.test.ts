@@ -41,7 +41,8 @@ const CASES: Record<string, Expected[]> = {
 describe('one fixture per failure mode', () => {
   for (const [name, expected] of Object.entries(CASES)) {
     it(name, async () => {
-      const config = await resolveConfig({ cwd: `${ROOT}/${name}`, env: {} });
+      // dir: no-tenant has no config, and without one a folder must be named.
+      const config = await resolveConfig({ cwd: `${ROOT}/${name}`, dir: '.', env: {} });
       const { issues } = await loadDesiredState(config);
       const got = issues.map((i) => [i.file, i.line, i.column, i.message] as const);
       expect(got.length, JSON.stringify(got)).toBe(expected.length);
