@@ -133,7 +133,7 @@ export async function withApplyLock<T>(
   const lock = await acquireLock(dirname(opts.journalPath), { log: opts.log });
   let journal: Journal | undefined;
   try {
-    journal = await Journal.open(opts.journalPath);
+    journal = await Journal.open(opts.journalPath, client.api);
     const settled = await settleJournal(journal, client, opts.log, {
       tenants: new Set(opts.tenants), clock: opts.clock, settleMs: opts.settleMs ?? DEFAULT_SETTLE_MS, signal: opts.signal,
     });

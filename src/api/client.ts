@@ -23,6 +23,8 @@ export interface ApiClient {
   close(): Promise<void>;
   /** The bounds in force, defaults filled in: what a fetch of the whole live state may take. */
   readonly limits: { readonly maxResponseBytes: number; readonly fetchTimeoutMs: number };
+  /** The API this client talks to (origin and path prefix): the journal keeps what it sent per API. */
+  readonly api: string;
 }
 
 export interface RequestEvent {
@@ -117,6 +119,7 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
   const tenants = new Map<string, TenantClient>();
   return {
     limits: { maxResponseBytes: ctx.maxResponseBytes, fetchTimeoutMs: opts.fetchTimeoutMs ?? FETCH_TIMEOUT_MS.default },
+    api: `${base.origin}${base.prefix}`,
     tenant(name: string): TenantClient {
       let client = tenants.get(name);
       if (!client) {

@@ -22,15 +22,17 @@ export interface Appended {
   readonly name: string;
   /** When a read showed it stored. */
   readonly at: string;
+  /** The API (base URL) it was appended through: another service's history says nothing here. */
+  readonly api?: string;
 }
 
-const keyOf = (a: Pick<Appended, 'tenant' | 'action_id' | 'index' | 'digest'>): string => `${a.tenant}\0${a.action_id}\0${a.index}\0${a.digest}`;
+const keyOf = (a: Pick<Appended, 'tenant' | 'action_id' | 'index' | 'digest' | 'api'>): string => `${a.api ?? ''}\0${a.tenant}\0${a.action_id}\0${a.index}\0${a.digest}`;
 
 export class AppendHistory {
-  private constructor(readonly path: string, private handle: FileHandle, private readonly entries: Map<string, Appended>) {}
+  private constructor(readonly path: string, private handle: FileHandle, private readonly entries: Map<string, Appended>, private readonly api: string | undefined) {}
 
   /** The history beside a journal file. */
-  static async openBeside(journalPath: string): Promise<AppendHistory> {
+  static async openBeside(journalPath: string, api?: string): Promise<AppendHistory> {
     const path = join(dirname(journalPath), 'appended.jsonl');
     const handle = await openPrivateFile(path, OPEN_FLAGS, 'the history of appends');
     try {
@@ -42,7 +44,7 @@ export class AppendHistory {
         const a = parse(raw);
         if (a && Date.parse(a.at) >= since) entries.set(keyOf(a), a);
       }
-      return new AppendHistory(path, handle, entries);
+      return new AppendHistory(path, handle, entries, api);
     } catch (err) {
       await handle.close();
       throw err;
@@ -51,11 +53,11 @@ export class AppendHistory {
 
   /** When dus-sync saw this very phase stored at this index, if within the last day. */
   find(tenant: string, actionId: number, index: number, digest: string): Appended | undefined {
-    return this.entries.get(keyOf({ tenant, action_id: actionId, index, digest }));
+    return this.entries.get(keyOf({ tenant, action_id: actionId, index, digest, ...(this.api !== undefined ? { api: this.api } : {}) }));
   }
 
   async add(a: Omit<Appended, 'at'>): Promise<void> {
-    const entry: Appended = { ...a, at: new Date().toISOString() };
+    const entry: Appended = { ...a, at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}) };
     this.entries.set(keyOf(entry), entry);
     await appendAll(this.handle, JSON.stringify(entry) + '\n');
   }
@@ -94,7 +96,10 @@ function parse(raw: string): Appended | undefined {
     const v = JSON.parse(raw) as Partial<Appended> | null;
     if (v && typeof v.tenant === 'string' && typeof v.action_id === 'number' && typeof v.index === 'number'
       && typeof v.digest === 'string' && typeof v.at === 'string') {
-      return { tenant: v.tenant, action_id: v.action_id, index: v.index, digest: v.digest, name: typeof v.name === 'string' ? v.name : '', at: v.at };
+      return {
+        tenant: v.tenant, action_id: v.action_id, index: v.index, digest: v.digest, name: typeof v.name === 'string' ? v.name : '', at: v.at,
+        ...(typeof v.api === 'string' ? { api: v.api } : {}),
+      };
     }
   } catch { /* a torn line */ }
   return undefined;

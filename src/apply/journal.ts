@@ -33,6 +33,11 @@ export interface Intent {
   /** sha256 of phaseDigestInput(phase). */
   digest: string;
   at: string;
+  /**
+   * The API it was sent to (base URL). Intents of another API are left alone: settling them by
+   * reading this one would be reading the wrong service. Absent in journals of older versions.
+   */
+  api?: string;
 }
 
 export type Outcome = 'applied' | 'not-applied' | 'acknowledged';
@@ -63,12 +68,13 @@ export class Journal {
    * (the lock keeps other processes out): reading the file again for every append would make a
    * run of n appends cost n² bytes.
    */
-  private constructor(readonly path: string, private handle: FileHandle | null, private readonly lines: Line[], private readonly history: AppendHistory) {
+  private constructor(readonly path: string, private handle: FileHandle | null, private readonly lines: Line[],
+    private readonly history: AppendHistory, readonly api: string | undefined) {
     this.index();
   }
 
   /** Creates the folder (0700) and the file (0600) when needed; never follows a symbolic link. */
-  static async open(path: string): Promise<Journal> {
+  static async open(path: string, api?: string): Promise<Journal> {
     await ensurePrivateDir(dirname(path), 'its journal and lock');
     const handle = await openPrivateFile(path, OPEN_FLAGS, 'the journal');
     try {
@@ -79,23 +85,32 @@ export class Journal {
         await appendAll(handle, '\n');
         await handle.sync();
       }
-      return new Journal(path, handle, parseLines(text), await AppendHistory.openBeside(path));
+      return new Journal(path, handle, parseLines(text), await AppendHistory.openBeside(path, api), api);
     } catch (err) {
       await handle.close();
       throw err;
     }
   }
 
-  /** Intents without a final outcome, oldest first. */
+  /** Intents without a final outcome sent to this journal's API, oldest first. */
   open(): OpenIntent[] {
-    return openOf(this.lines);
+    return openOf(this.lines).filter((i) => this.isMine(i));
+  }
+
+  /** Open intents sent to another API: kept, and named in a warning. */
+  foreign(): OpenIntent[] {
+    return openOf(this.lines).filter((i) => !this.isMine(i));
+  }
+
+  private isMine(i: Pick<Intent, 'api'>): boolean {
+    return i.api === undefined || this.api === undefined || i.api === this.api;
   }
 
   /** Durable (fsync'd) before it resolves, so the request may be sent only after. */
   async recordIntent(i: Omit<Intent, 'id' | 'at'>): Promise<Intent> {
     const intent: Intent = {
       id: randomUUID(), tenant: i.tenant, action_id: i.action_id, index: i.index,
-      name: i.name, digest: i.digest, at: new Date().toISOString(),
+      name: i.name, digest: i.digest, at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}),
     };
     await this.append({ type: 'intent', ...intent });
     return intent;
@@ -180,7 +195,7 @@ export class Journal {
     this.acknowledged.clear();
     this.intents.clear();
     for (const l of this.lines) if (l.type === 'intent') this.intents.set(l.id, l);
-    for (const i of openOf(this.lines)) if (i.state === 'acknowledged') this.track(i);
+    for (const i of openOf(this.lines)) if (i.state === 'acknowledged' && this.isMine(i)) this.track(i);
   }
 
   private track(i: Intent): void {
@@ -218,7 +233,7 @@ export class Journal {
   private noteOutcome(id: string, outcome: Outcome): void {
     if (outcome === 'acknowledged') {
       const intent = this.intents.get(id);
-      if (intent) this.track(intent);
+      if (intent && this.isMine(intent)) this.track(intent);
       return;
     }
     for (const m of this.acknowledged.values()) m.delete(id);
@@ -374,6 +389,9 @@ export async function settleJournal(
     log.info(redact(`journal: ${what(i)}, in doubt since ${i.at}, ${outcome === 'applied' ? 'was applied' : 'was not applied'} (${why})`));
   };
 
+  for (const i of journal.foreign()) {
+    log.warn(`journal: ${what(i)} is in doubt since ${i.at}, sent to another API (${i.api ?? '?'}); it is left for a run against that API`);
+  }
   const others = opts.tenants ? all.filter((i) => !opts.tenants!.has(i.tenant)) : [];
   for (const i of others) {
     log.warn(`journal: ${what(i)} is in doubt since ${i.at}; it is left for a run that covers tenant ${i.tenant} (dus-sync apply --tenant ${i.tenant})`);

@@ -461,7 +461,8 @@ describe('control characters and workflow commands from a server or a file name'
     expect(status!.stdout).toContain('0 evil\\u001b[2J\\u001b]8;;http://x.test\\u0007link\\r\\n::error file=a.yaml::pwned \\u202etxt.exe\\u009b31m');
     // JSON readers get the exact value back.
     expect((JSON.parse(statusJson!.stdout) as { phases: { name: string }[] }[])[0]!.phases[0]!.name).toBe(HOSTILE_NAME);
-    expect((JSON.parse(planJson!.stdout) as { conflicts: { message: string }[] }).conflicts[0]!.message).toContain(`live ${JSON.stringify(HOSTILE_NAME)} trigger_on`);
+    // (A sentence quotes live names cut at 100 characters: a server may make them huge.)
+    expect((JSON.parse(planJson!.stdout) as { conflicts: { message: string }[] }).conflicts[0]!.message).toContain(`live ${JSON.stringify(HOSTILE_NAME).slice(0, 100)}…`);
     expect(md!.stdout).not.toMatch(/<img|`code`/);
     expectDefused(runs.flatMap((r) => [r.stdout, r.stderr]));
   });
