@@ -11,8 +11,8 @@
 //   `\/`, `%2b`, `&#95;`, `&#x00005f`, `&lowbar;`, fewer characters encoded): the text is also
 //   searched as decoded, up to three times over, and a match is cut out of the text as written,
 //   around whole escapes;
-// - characters a reader takes for one another (FOLD: the HTML hyphens and `-`) are one
-//   character to the search;
+// - a space and `+` are one character to the search (so are the look-alikes FOLD lists), so a
+//   key form-encoded in part, `+` for one space and %20 for the next, is the key;
 // - base64, standard and URL-safe, with or without padding, of the key and of its JSON-escaped
 //   and percent-encoded forms, in each of the three alignments (base64 of "x" + key encodes the
 //   key differently from base64 of key alone). A fragment of base64 counts from 8 characters
@@ -181,18 +181,19 @@ const POW = (() => {
 })();
 const BITS = 20;
 /**
- * Characters a reader takes for one another are compared as one: a no-break space (`&nbsp;`) and
- * a space, and the hyphens that HTML names for `-` (`&hyphen;`, `&dash;`, `&minus;`). The forms
- * are folded once; the text is folded as it is read, by this table.
+ * Characters a reader takes for one another are compared as one: a space and `+` (forms write a
+ * space as `+`, and a server may mix that with `%20` and with characters left as they are), a
+ * no-break space (`&nbsp;`), and the hyphens that HTML names for `-` (`&hyphen;`, `&dash;`,
+ * `&minus;`). The forms are folded once; the text is folded as it is read, by this table.
  */
 const FOLD = (() => {
   const table = new Uint16Array(0x10000);
   for (let c = 0; c < table.length; c++) table[c] = c;
-  table[0xa0] = 0x20;
+  for (const c of [0x20, 0xa0]) table[c] = 0x2b;
   for (const c of [0x2010, 0x2011, 0x2012, 0x2212]) table[c] = 0x2d;
   return table;
 })();
-const FOLDABLE = /[\u00a0\u2010-\u2012\u2212]/g;
+const FOLDABLE = /[ \u00a0\u2010-\u2012\u2212]/g;
 
 function fold(text: string): string {
   return text.replace(FOLDABLE, (c) => String.fromCharCode(FOLD[c.charCodeAt(0)]!));

@@ -20,6 +20,15 @@ const NAMED_ENTITY: Readonly<Record<string, string>> = {
   ':': '&colon;', ' ': '&nbsp;', '"': '&quot;', '\\': '&bsol;', '%': '&percnt;',
 };
 
+/** A server that form-encodes some characters, in lower case, and writes spaces as `+` or %20 in turn. */
+function mixedForm(key: string): string {
+  let spaces = 0;
+  return [...key].map((c, i) => {
+    if (c === ' ') return spaces++ % 2 === 0 ? '+' : '%20';
+    return i % 3 === 0 || !/[\w.~-]/.test(c) ? `%${c.charCodeAt(0).toString(16).padStart(2, '0')}` : c;
+  }).join('');
+}
+
 /** Every way the tests below let a server echo `key`, each inside some text. */
 function echoes(key: string): [string, string][] {
   const json = JSON.stringify(key).slice(1, -1);
@@ -46,6 +55,7 @@ function echoes(key: string): [string, string][] {
     ['hex entities without the semicolon', [...key].map((c) => `&#X${c.charCodeAt(0).toString(16)}`).join('')],
     ['JavaScript \\u{…} escapes', [...key].map((c) => `\\u{${c.charCodeAt(0).toString(16)}}`).join('')],
     ['octal escapes', [...key].map((c) => `\\${c.charCodeAt(0).toString(8)}`).join('')],
+    ['form-encoded, partly, lower-case, `+` and %20 for spaces', mixedForm(key)],
     ['base64', b64(key)],
     ['base64 without padding', b64(key).replace(/=+$/, '')],
     ['base64url', b64url(key)],
@@ -96,6 +106,13 @@ describe('redact', () => {
       });
     }
   }
+
+  it('hides the spellings a fuzzer found: a form-encoded fragment with `+` for a space, among lower-case escapes', () => {
+    registerSecret("t'/626l MxZn4sQ");
+    registerSecret("Qrbb L~)cU67XWK*F>XL3&xC0'73_ EFp-M");
+    expect(redact('before %27%2f%362%36%6c+M%78 after')).toBe('before [REDACTED] after');
+    expect(redact('before %27%37%33%5F+%45F%70 after')).toBe('before [REDACTED] after');
+  });
 
   it('reads HTML references as a browser does: a tail after a legacy name, two characters for one reference', () => {
     registerSecret(KEY);
