@@ -19,19 +19,36 @@ export async function readApiKeys(config: ResolvedConfig, tenants: readonly stri
   return keys;
 }
 
+/** Keys travel in an HTTP header: printable ASCII, one line. A key is short; 4,096 characters is far past any. */
+const MAX_KEY_CHARS = 4096;
+
+/** What makes the value unusable as a key, said without quoting any of it; undefined when it is one. */
+function keyProblem(key: string): string | undefined {
+  if (/[^\u0020-\u007e]/.test(key)) return 'holds a character that an HTTP header cannot carry (a control character, a line break, or one outside ASCII such as é or €); an API key is one line of printable ASCII';
+  if (key.length > MAX_KEY_CHARS) return `is longer than ${MAX_KEY_CHARS.toLocaleString('en-US')} characters, which no API key is`;
+  return undefined;
+}
+
 async function readKey(config: ResolvedConfig, tenant: string, env: NodeJS.ProcessEnv): Promise<string> {
   const entry = Object.hasOwn(config.tenants, tenant) ? config.tenants[tenant] : undefined;
   if (entry?.apiKeyFile !== undefined) return readKeyFile(config, tenant, entry.apiKeyFile);
   const name = entry?.apiKeyEnv ?? 'DUS_API_KEY';
+  // Blanks at the ends are dropped: a newline from `echo`, a space pasted with the key.
   const value = env[name]?.trim();
   if (!value) {
     throw new UserError(`no API key for tenant "${tenant}": set the environment variable ${name}`);
   }
+  const problem = keyProblem(value);
+  if (problem !== undefined) throw new UserError(`the API key of tenant "${tenant}" in the environment variable ${name} ${problem}`);
   return value;
 }
 
+function keyFilePath(config: ResolvedConfig, file: string): string {
+  return resolve(config.file ? dirname(config.file) : config.dir, file);
+}
+
 async function readKeyFile(config: ResolvedConfig, tenant: string, file: string): Promise<string> {
-  const path = resolve(config.file ? dirname(config.file) : config.dir, file);
+  const path = keyFilePath(config, file);
   // Mounted secrets are links (Kubernetes: key -> ..data/key), and may live anywhere: only the
   // kind of file and its size are checked.
   const read = readRegularFile(path, { maxBytes: MAX_KEY_FILE_BYTES });
@@ -41,5 +58,7 @@ async function readKeyFile(config: ResolvedConfig, tenant: string, file: string)
   }
   const key = read.text.trim();
   if (key === '') throw new UserError(`the API key file of tenant "${tenant}" is empty: ${path}`);
+  const problem = keyProblem(key);
+  if (problem !== undefined) throw new UserError(`the API key file of tenant "${tenant}" (${path}) ${problem}`);
   return key;
 }

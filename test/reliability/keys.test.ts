@@ -1,8 +1,22 @@
-// Keys in the wrong place, through the built CLI: a key put in another variable by mistake
-// (DUS_BASE_URL, DUS_TENANT, DUS_MAX_FILE_SIZE, DUS_FOLLOW_EXTERNAL_SYMLINKS) is not quoted by
-// the error about that variable.
-import { describe, expect, it } from 'vitest';
+// Keys in the wrong place, through the built CLI:
+// - a key put in another variable by mistake (DUS_BASE_URL, DUS_TENANT, DUS_MAX_FILE_SIZE,
+//   DUS_FOLLOW_EXTERNAL_SYMLINKS) is not quoted by the error about that variable;
+// - a key an HTTP header cannot carry (a control character, `€`) is refused when it is read, in
+//   one sentence naming the variable or the file, before any request.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, writeTree } from './helpers.js';
+
+const INITECH = 'initech-file-key-a1b2c3d4e5f6';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((c) => c()));
+});
 
 /** Every 8-character run of the key: any of them in the output is a leak. */
 function runsOf(key: string): string[] {
@@ -15,11 +29,59 @@ function expectNoKey(text: string, keys: readonly string[]): void {
   for (const key of keys) expect(runsOf(key).filter((r) => text.includes(r)), `${key} in:\n${text}`).toEqual([]);
 }
 
+/** A server for several tenants that answers every request 400, quoting the keys it knows. */
+async function echoingServer(detail: string): Promise<{ url: string; requests: () => number }> {
+  let requests = 0;
+  const server: Server = createServer((_req, res) => {
+    requests++;
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ detail }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(() => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests: () => requests };
+}
+
 const FIRMWARE = `apiVersion: dus-sync/v1
 kind: Firmware
 metadata: { tenant: acme }
 spec: { version_number: "1.0.0", is_deactivated: false }
 `;
+
+const ACTION = `apiVersion: dus-sync/v1
+kind: Action
+metadata: { tenant: acme }
+spec:
+  id: 7
+  phases:
+    - { name: canary }
+`;
+
+/** acme by variable, globex by variable, initech by file, and three tenants whose keys cannot be read. */
+function repo(baseUrl: string): string {
+  const dir = writeTree({
+    'dus-sync.yaml': `apiVersion: dus-sync/v1
+kind: Config
+base_url: ${baseUrl}
+default_tenant: acme
+tenants:
+  acme: { api_key_env: DUS_API_KEY_ACME }
+  globex: { api_key_env: DUS_API_KEY_GLOBEX }
+  initech: { api_key_file: secrets/initech }
+  hooli: { api_key_file: secrets/fifo }
+  umbrella: { api_key_file: secrets/missing }
+  zero: { api_key_file: /dev/zero }
+  unset: { api_key_env: DUS_API_KEY_UNSET }
+  fallback: {}
+resources: ["tenants/**/*.yaml"]
+`,
+    'tenants/fw.yaml': FIRMWARE,
+    'tenants/action.yaml': ACTION,
+    'secrets/initech': `${INITECH}\n`,
+  });
+  execFileSync('mkfifo', [join(dir, 'secrets/fifo')]);
+  return dir;
+}
 
 describe('a key put in the wrong variable', () => {
   const KEY = 'Zq8xK3mP9wR2tY7aB4cD6eF1';
@@ -43,5 +105,36 @@ describe('a key put in the wrong variable', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expectNoKey(r.stdout + r.stderr, [KEY]);
     }
+  });
+});
+
+describe('a key an HTTP header cannot carry', () => {
+  it.each([
+    ['€ in it', 'acme-key-€-0123456789'],
+    ['a control character', 'acme-key-\u0001-0123456789'],
+    ['a line break', 'acme-key-0123\n456789'],
+    ['a no-break space', 'acme-key\u00a00123456789'],
+  ])('%s, in a variable: one sentence naming the variable, before any request', async (_name, bad) => {
+    const server = await echoingServer('unused');
+    const dir = repo(server.url);
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan'], { env: { DUS_API_KEY_ACME: bad } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: the API key of tenant "acme" in the environment variable DUS_API_KEY_ACME holds a character that an HTTP header cannot carry (a control character, a line break, or one outside ASCII such as é or €); an API key is one line of printable ASCII\n');
+    expect(server.requests()).toBe(0);
+  });
+
+  it('in a key file: the file is named, the key is not shown; blanks and a final newline around a key are dropped', async () => {
+    const server = await echoingServer('unused');
+    const dir = repo(server.url);
+    writeFileSync(join(dir, 'secrets/initech'), 'initech-\u001b[2J-key-0123456789\n');
+    writeFileSync(join(dir, 'tenants/fw.yaml'), FIRMWARE.replace('tenant: acme', 'tenant: initech'));
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, '--tenant', 'initech', 'plan'], { env: {} });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`error: the API key file of tenant "initech" (${join(dir, 'secrets/initech')}) holds a character that an HTTP header cannot carry (a control character, a line break, or one outside ASCII such as é or €); an API key is one line of printable ASCII\n`);
+    expect(server.requests()).toBe(0);
+    writeFileSync(join(dir, 'secrets/initech'), `  ${INITECH} \n`);
+    const ok = await runCli(['--config', `${dir}/dus-sync.yaml`, '--tenant', 'initech', 'plan'], { env: {} });
+    expect(ok.stderr).toContain('the API rejected GET');
+    expect(server.requests()).toBeGreaterThan(0);
   });
 });
