@@ -8,8 +8,12 @@ import { readRegularFile } from './read-file.js';
 /** A key file is a line of text; a larger one is not a key (a PR may point api_key_file at /dev/zero). */
 const MAX_KEY_FILE_BYTES = 64 * 1024;
 
-/** tenant → key, for the given tenants. Every key read is registered for redaction. */
+/**
+ * tenant → key, for the given tenants. Every key read is registered for redaction, and so is
+ * every other key the config can name (registerConfiguredKeys), first.
+ */
 export async function readApiKeys(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<Map<string, string>> {
+  registerConfiguredKeys(config, env);
   const keys = new Map<string, string>();
   for (const tenant of [...new Set(tenants)].sort()) {
     const key = await readKey(config, tenant, env);
@@ -17,6 +21,32 @@ export async function readApiKeys(config: ResolvedConfig, tenants: readonly stri
     keys.set(tenant, key);
   }
   return keys;
+}
+
+/**
+ * Registers, for redaction only, every key the config can name: the variable and the file of
+ * every tenant it lists, and DUS_API_KEY. A run reads the keys of the tenants it touches, but a
+ * server that serves several tenants may echo another tenant's key in an acme-only run. Best
+ * effort: a variable that is not set, a file that cannot be read, a value that is not a key (not
+ * one line of printable ASCII) is skipped without a word. These keys are never sent.
+ */
+export function registerConfiguredKeys(config: ResolvedConfig, env: NodeJS.ProcessEnv): void {
+  const values: (string | undefined)[] = [env.DUS_API_KEY];
+  for (const entry of Object.values(config.tenants)) {
+    if (entry.apiKeyEnv !== undefined) values.push(env[entry.apiKeyEnv]);
+    if (entry.apiKeyFile !== undefined) {
+      try {
+        const read = readRegularFile(keyFilePath(config, entry.apiKeyFile), { maxBytes: MAX_KEY_FILE_BYTES });
+        if (read.ok) values.push(read.text);
+      } catch {
+        // Best effort: the run reads its own key files again, and says what is wrong with them.
+      }
+    }
+  }
+  for (const value of values) {
+    const key = value?.trim();
+    if (key && keyProblem(key) === undefined) registerSecret(key);
+  }
 }
 
 /** Keys travel in an HTTP header: printable ASCII, one line. A key is short; 4,096 characters is far past any. */

@@ -1,4 +1,7 @@
-// Keys in the wrong place, through the built CLI:
+// Keys that the run does not send, and keys in the wrong place, through the built CLI:
+// - every key the config can name is redacted, not only the keys of the tenants a run touches:
+//   a server serving several tenants may echo another tenant's key in an acme-only run;
+//   reading them never fails the run (a missing file, a FIFO, a device, an unset variable);
 // - a key put in another variable by mistake (DUS_BASE_URL, DUS_TENANT, DUS_MAX_FILE_SIZE,
 //   DUS_FOLLOW_EXTERNAL_SYMLINKS) is not quoted by the error about that variable;
 // - a key an HTTP header cannot carry (a control character, `€`) is refused when it is read, in
@@ -9,9 +12,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Seed } from '../../src/emulator/index.js';
 import { runCli, writeTree } from './helpers.js';
 
+const ACME = 'acme-key-0123456789abcdef';
+const GLOBEX = 'globex-SECRET-key-9f8e7d6c5b4a';
 const INITECH = 'initech-file-key-a1b2c3d4e5f6';
+const FALLBACK = 'dus-api-key-fallback-777888999';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -82,6 +89,40 @@ resources: ["tenants/**/*.yaml"]
   execFileSync('mkfifo', [join(dir, 'secrets/fifo')]);
   return dir;
 }
+
+const ENV = { DUS_API_KEY_ACME: ACME, DUS_API_KEY_GLOBEX: GLOBEX, DUS_API_KEY: FALLBACK };
+
+describe('the keys of tenants a run does not touch', () => {
+  it('are redacted when a shared server echoes them: plan, plan --tenant acme, status, export', async () => {
+    const server = await echoingServer(`keys ${GLOBEX} and ${INITECH.slice(0, 14)} and ${encodeURIComponent(FALLBACK)} are revoked`);
+    const dir = repo(server.url);
+    const c = ['--config', `${dir}/dus-sync.yaml`];
+    const runs = await Promise.all([
+      runCli([...c, 'plan'], { env: ENV }),
+      runCli([...c, '--tenant', 'acme', '--debug', 'plan', '--format', 'json'], { env: ENV }),
+      runCli([...c, 'status'], { env: ENV }),
+      runCli([...c, 'export', '--out', join(dir, 'exported')], { env: ENV }),
+    ]);
+    for (const r of runs) {
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain('the API rejected GET');
+      expect(r.stderr).toContain('keys [REDACTED] and [REDACTED] and [REDACTED] are revoked');
+      expectNoKey(r.stdout + r.stderr, [ACME, GLOBEX, INITECH, FALLBACK]);
+    }
+  });
+
+  it('never fail the run: unset, missing, a FIFO or a device, the acme-only plan goes on', async () => {
+    const em = await startEmulator({ seed: { tenants: { acme: { api_key: ACME, bundles: [{ version: '2024.01', firmwares: [
+      { version_number: '1.0.0', component_name: 'modem', uncompressed_size: 1, is_deactivated: false, dependencies: [] },
+    ] }], actions: [{ id: 7, status: 'pending', phases: [{ name: 'canary', trigger_on: {}, info: {} }] }] } } } as unknown as Seed });
+    closers.push(() => em.close());
+    const dir = repo(em.url);
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--detailed-exitcode'], { env: { DUS_API_KEY_ACME: ACME }, timeoutMs: 20_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain('No changes.');
+    expect(r.code).toBe(0);
+  });
+});
 
 describe('a key put in the wrong variable', () => {
   const KEY = 'Zq8xK3mP9wR2tY7aB4cD6eF1';
