@@ -357,10 +357,11 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
 // whole table of 2,231 names and the HTML spec's rules for numbers and missing semicolons: a
 // table written here would be a partial copy of it.
 const ESCAPE = /%([0-7][0-9a-fA-F])|\\(["\\/'bfnrt])|\\u([0-9a-fA-F]{4})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2}|[0-7]{1,2})|(&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});?)/g;
-const ESCAPE_GROUPS = 7;
+/** A capture group of ESCAPE: undefined when that alternative did not match. */
+type Group = string | undefined;
 const SIMPLE: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 
-function unescapeOne(m: string, pct?: string, simple?: string, u?: string, es6?: string, x?: string, octal?: string, html?: string): string {
+function unescapeOne(m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group): string {
   if (pct !== undefined) return String.fromCharCode(parseInt(pct, 16));
   if (simple !== undefined) return SIMPLE[simple] ?? simple;
   if (u !== undefined || x !== undefined) return String.fromCharCode(parseInt((u ?? x)!, 16));
@@ -369,8 +370,21 @@ function unescapeOne(m: string, pct?: string, simple?: string, u?: string, es6?:
     return code <= 0x10ffff ? String.fromCodePoint(code) : m;
   }
   if (octal !== undefined) return String.fromCharCode(parseInt(octal, 8));
-  // Legacy mode, as in a text node: the most a reader's browser would decode.
-  return html !== undefined ? decodeHTML(html) : m;
+  return html !== undefined ? decodeReference(html) : m;
+}
+
+/** Text uses few distinct references (`&amp;`, `&quot;`, `&nbsp;`): each is decoded once. */
+const references = new Map<string, string>();
+
+function decodeReference(ref: string): string {
+  let out = references.get(ref);
+  if (out === undefined) {
+    // Legacy mode, as in a text node: the most a reader's browser would decode.
+    out = decodeHTML(ref);
+    if (references.size >= 4096) references.clear();
+    references.set(ref, out);
+  }
+  return out;
 }
 
 /**
@@ -382,9 +396,9 @@ function unescapeOne(m: string, pct?: string, simple?: string, u?: string, es6?:
 function decode(level: Level): Level | undefined {
   const at: number[] = []; // per escape: view index, length in the view, text index, length in the text
   let shift = 0;
-  const view = level.view.replace(ESCAPE, (m: string, ...groups: unknown[]) => {
-    const offset = groups[ESCAPE_GROUPS] as number;
-    const out = unescapeOne(m, ...(groups.slice(0, ESCAPE_GROUPS) as (string | undefined)[]));
+  // The groups of ESCAPE, one parameter each: no array per match (text may hold 100,000 of them).
+  const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
+    const out = unescapeOne(m, pct, simple, u, es6, x, octal, html);
     if (out === m) return m;
     at.push(offset + shift, out.length, offset, m.length);
     shift += out.length - m.length;
