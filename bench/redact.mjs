@@ -12,6 +12,7 @@ const texts = {
   'plain text (a text plan)': fill('  ~ firmware 2.4.1 (modem)\n      is_deactivated: false → true\n'),
   'JSON log lines (escapes: 2 decoding levels)': fill('{"level":"info","msg":"GET /api/v1/firmware-bundles?page=3 answered \\"ok\\"","path":"a%2Fb"}\n'),
   'one key every 1 KB': fill(`${'x'.repeat(1000)} sec-KEY-3f9a1c7e5b2d4f6a8c0e\n`),
+  'an HTML page (many character references)': fill('<td>a&amp;b&nbsp;c&lt;d&gt; &quot;x&quot; &#39;y&#39; ?a=1&page=3</td>\n'),
 };
 
 registerSecret('sec-KEY-3f9a1c7e5b2d4f6a8c0e');

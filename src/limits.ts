@@ -99,7 +99,11 @@ export function describeRange(what: 'size' | 'duration' | 'count', range: Range)
   }
 }
 
-/** The parsed size, or the sentence that refuses it ("--max-file-size takes a size from …, not "x"."). */
+/**
+ * The parsed size, or the sentence that refuses it ("--max-file-size takes a size from …, not "x".").
+ * The sentences of these checks quote the value: for flags, which the user typed. An environment
+ * variable may hold a key put there by mistake: its errors name it and do not quote it (load/config.ts).
+ */
 export function checkSize(name: string, text: string, range: Range): number | string {
   const n = parseSize(text);
   return n !== undefined && inRange(n, range) ? n : `${name} takes ${describeRange('size', range)}, not "${text}".`;

@@ -7,9 +7,12 @@
 //   (or a message cut at our own limits) leaves a prefix, a suffix or a middle part;
 // - the same in the standard encodings, once or twice over (JSON string escapes, percent-encoding
 //   as encodeURIComponent and as forms do), matched exactly; and in any other spelling of JSON,
-//   JavaScript and percent escapes or HTML entities (`\u0041`, `\/`, `%2b`, `&#95;`, fewer
-//   characters encoded): the text is also searched as decoded, up to three times over, and a
-//   match is cut out of the text as written, around whole escapes;
+//   JavaScript and percent escapes or HTML character references (`\u0041`, `\u{41}`, `\101`,
+//   `\/`, `%2b`, `&#95;`, `&#x00005f`, `&lowbar;`, fewer characters encoded): the text is also
+//   searched as decoded, up to three times over, and a match is cut out of the text as written,
+//   around whole escapes;
+// - a space and `+` are one character to the search (so are the look-alikes FOLD lists), so a
+//   key form-encoded in part, `+` for one space and %20 for the next, is the key;
 // - base64, standard and URL-safe, with or without padding, of the key and of its JSON-escaped
 //   and percent-encoded forms, in each of the three alignments (base64 of "x" + key encodes the
 //   key differently from base64 of key alone). A fragment of base64 counts from 8 characters
@@ -19,6 +22,8 @@
 // The search is one pass over the text per decoding level: a rolling hash of every 8-character
 // window is looked up in a bitmap built from the windows of all forms, and only a hit is checked
 // and extended. Text without `%`, `\` or `&` has a single level. See bench/redact.mjs.
+
+import { decodeHTML } from 'entities';
 
 export const REDACTED = '[REDACTED]';
 
@@ -175,6 +180,25 @@ const POW = (() => {
   return p;
 })();
 const BITS = 20;
+/**
+ * Characters a reader takes for one another are compared as one: a space and `+` (forms write a
+ * space as `+`, and a server may mix that with `%20` and with characters left as they are), a
+ * no-break space (`&nbsp;`), and the hyphens that HTML names for `-` (`&hyphen;`, `&dash;`,
+ * `&minus;`). The forms are folded once; the text is folded as it is read, by this table.
+ */
+const FOLD = (() => {
+  const table = new Uint16Array(0x10000);
+  for (let c = 0; c < table.length; c++) table[c] = c;
+  for (const c of [0x20, 0xa0]) table[c] = 0x2b;
+  for (const c of [0x2010, 0x2011, 0x2012, 0x2212]) table[c] = 0x2d;
+  return table;
+})();
+const FOLDABLE = /[ \u00a0\u2010-\u2012\u2212]/g;
+
+function fold(text: string): string {
+  return text.replace(FOLDABLE, (c) => String.fromCharCode(FOLD[c.charCodeAt(0)]!));
+}
+
 const MASK = (1 << BITS) - 1;
 
 interface Matcher {
@@ -232,7 +256,7 @@ function compile(keys: readonly string[]): Matcher {
       for (const b of base64Forms(source)) forms.add(b);
     }
   }
-  const list = [...forms];
+  const list = [...new Set([...forms].map(fold))];
   const seeds = new Map<string, number[]>();
   const bits = new Uint32Array((MASK + 1) >>> 5);
   list.forEach((form, f) => {
@@ -249,9 +273,18 @@ function compile(keys: readonly string[]): Matcher {
   return { forms: list, seeds, bits, whole: wholeList, shortest: Math.min(W, ...wholeList.map((w) => w.length)) };
 }
 
+/** The folded window of W characters at `from`: the text itself, unless it holds a foldable character. */
+function foldWindow(s: string, from: number): string {
+  for (let i = from; i < from + W; i++) {
+    const c = s.charCodeAt(i);
+    if (FOLD[c] !== c) return fold(s.slice(from, from + W));
+  }
+  return s.slice(from, from + W);
+}
+
 function hashOf(s: string, from: number): number {
   let h = 0;
-  for (let i = from; i < from + W; i++) h = (Math.imul(h, B) + s.charCodeAt(i)) | 0;
+  for (let i = from; i < from + W; i++) h = (Math.imul(h, B) + FOLD[s.charCodeAt(i)]!) | 0;
   return h;
 }
 
@@ -294,7 +327,7 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
   for (let i = 0; ; i++) {
     const idx = mix(h);
     if ((bits[idx >>> 5]! & (1 << (idx & 31))) !== 0) {
-      const at = seeds.get(view.slice(i, i + W));
+      const at = seeds.get(foldWindow(view, i));
       if (at) {
         let start = i;
         let end = i + W;
@@ -302,9 +335,9 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
           const form = forms[at[k]!]!;
           const off = at[k + 1]!;
           let left = 0;
-          while (left < i && left < off && view.charCodeAt(i - left - 1) === form.charCodeAt(off - left - 1)) left++;
+          while (left < i && left < off && FOLD[view.charCodeAt(i - left - 1)] === form.charCodeAt(off - left - 1)) left++;
           let right = 0;
-          while (i + W + right < n && off + W + right < form.length && view.charCodeAt(i + W + right) === form.charCodeAt(off + W + right)) right++;
+          while (i + W + right < n && off + W + right < form.length && FOLD[view.charCodeAt(i + W + right)] === form.charCodeAt(off + W + right)) right++;
           start = Math.min(start, i - left);
           end = Math.max(end, i + W + right);
         }
@@ -312,56 +345,81 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
       }
     }
     if (i + W >= n) break;
-    h = (Math.imul(h - Math.imul(view.charCodeAt(i), POW), B) + view.charCodeAt(i + W)) | 0;
+    h = (Math.imul(h - Math.imul(FOLD[view.charCodeAt(i)]!, POW), B) + FOLD[view.charCodeAt(i + W)]!) | 0;
   }
 }
 
 // Percent-encoding (ASCII only: keys travel in an HTTP header, so they are ASCII), JSON and
-// JavaScript backslash escapes, HTML entities.
-const ESCAPE = /%([0-7][0-9a-fA-F])|\\(["\\/'bfnrt])|\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|&(?:#(\d{1,5})|#[xX]([0-9a-fA-F]{1,4})|(amp|lt|gt|quot|apos));/g;
-const NAMED: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+// JavaScript backslash escapes (`\u0041`, `\u{41}`, `\x41`, octal `\101`), and HTML character
+// references as a browser reads them: every HTML5 name (`&lowbar;`, `&sol;`), decimal and hex of
+// any length (`&#0000090;`, `&#x00005a;`), with or without the `;`. The references are decoded
+// by the `entities` package (fb55's, the decoder of htmlparser2 and cheerio), which carries the
+// whole table of 2,231 names and the HTML spec's rules for numbers and missing semicolons: a
+// table written here would be a partial copy of it.
+const ESCAPE = /%([0-7][0-9a-fA-F])|\\(["\\/'bfnrt])|\\u([0-9a-fA-F]{4})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2}|[0-7]{1,2})|(&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});?)/g;
+/** A capture group of ESCAPE: undefined when that alternative did not match. */
+type Group = string | undefined;
 const SIMPLE: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 
-function unescapeOne(m: string, pct?: string, simple?: string, u?: string, x?: string, dec?: string, hex?: string, named?: string): string {
+function unescapeOne(m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group): string {
   if (pct !== undefined) return String.fromCharCode(parseInt(pct, 16));
   if (simple !== undefined) return SIMPLE[simple] ?? simple;
-  const hexCode = u ?? x ?? hex;
-  if (hexCode !== undefined) return String.fromCharCode(parseInt(hexCode, 16));
-  if (dec !== undefined) return Number(dec) <= 0xffff ? String.fromCharCode(Number(dec)) : m;
-  return named !== undefined ? NAMED[named]! : m;
+  if (u !== undefined || x !== undefined) return String.fromCharCode(parseInt((u ?? x)!, 16));
+  if (es6 !== undefined) {
+    const code = parseInt(es6, 16);
+    return code <= 0x10ffff ? String.fromCodePoint(code) : m;
+  }
+  if (octal !== undefined) return String.fromCharCode(parseInt(octal, 8));
+  return html !== undefined ? decodeReference(html) : m;
+}
+
+/** Text uses few distinct references (`&amp;`, `&quot;`, `&nbsp;`): each is decoded once. */
+const references = new Map<string, string>();
+
+function decodeReference(ref: string): string {
+  let out = references.get(ref);
+  if (out === undefined) {
+    // Legacy mode, as in a text node: the most a reader's browser would decode.
+    out = decodeHTML(ref);
+    if (references.size >= 4096) references.clear();
+    references.set(ref, out);
+  }
+  return out;
 }
 
 /**
  * One level of unescaping, or undefined when there was nothing to decode. The view is built by
  * a native replace; only the escapes are recorded, and a character is mapped back (rarely: only
- * for a match) by a binary search over them.
+ * for a match) by a binary search over them. An escape usually becomes one character, but an
+ * HTML reference may become two (`&#128512;`, `&NotEqualTilde;`) or keep a tail (`&ampxyz`).
  */
 function decode(level: Level): Level | undefined {
-  const at: number[] = []; // per escape: view index, text index, length in the text
-  let removed = 0;
-  const view = level.view.replace(ESCAPE, (m: string, ...groups: unknown[]) => {
-    const offset = groups[7] as number;
-    const out = unescapeOne(m, ...(groups.slice(0, 7) as (string | undefined)[]));
+  const at: number[] = []; // per escape: view index, length in the view, text index, length in the text
+  let shift = 0;
+  // The groups of ESCAPE, one parameter each: no array per match (text may hold 100,000 of them).
+  const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
+    const out = unescapeOne(m, pct, simple, u, es6, x, octal, html);
     if (out === m) return m;
-    at.push(offset - removed, offset, m.length);
-    removed += m.length - 1;
+    at.push(offset + shift, out.length, offset, m.length);
+    shift += out.length - m.length;
     return out;
   });
   if (at.length === 0) return undefined;
   const local = (j: number): Region => {
     let lo = 0;
-    let hi = at.length / 3 - 1;
+    let hi = at.length / 4 - 1;
     let found = -1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      if (at[mid * 3]! <= j) { found = mid; lo = mid + 1; } else hi = mid - 1;
+      if (at[mid * 4]! <= j) { found = mid; lo = mid + 1; } else hi = mid - 1;
     }
     if (found < 0) return [j, j + 1];
-    const v = at[found * 3]!;
-    const o = at[found * 3 + 1]!;
-    const len = at[found * 3 + 2]!;
-    if (v === j) return [o, o + len];
-    const t = o + len + (j - v - 1);
+    const v = at[found * 4]!;
+    const vlen = at[found * 4 + 1]!;
+    const o = at[found * 4 + 2]!;
+    const len = at[found * 4 + 3]!;
+    if (j < v + vlen) return [o, o + len];
+    const t = o + len + (j - v - vlen);
     return [t, t + 1];
   };
   const outer = level.map;

@@ -31,6 +31,13 @@ export function parseInterval(text: string): number {
   return Number(m[1]) * UNIT_MS[m[2]!]!;
 }
 
+/**
+ * Said instead of an environment variable's value in an error: the variable may hold an API key
+ * put there by mistake (a CI secret mapped to the wrong name), and errors about it come before
+ * any key is read. Flags and the config file are quoted; variables are named, never shown.
+ */
+const NOT_SHOWN = 'its value is not shown, since environment variables may hold secrets';
+
 function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
@@ -53,10 +60,10 @@ async function exists(path: string): Promise<boolean> {
 export function readPolicyFromEnv(env: NodeJS.ProcessEnv): ReadPolicy {
   const size = envValue(env, 'DUS_MAX_FILE_SIZE');
   const checked = size === undefined ? MAX_FILE_SIZE.default : checkSize('DUS_MAX_FILE_SIZE', size, MAX_FILE_SIZE);
-  if (typeof checked === 'string') throw new UserError(checked);
+  if (typeof checked === 'string') throw new UserError(`the environment variable DUS_MAX_FILE_SIZE must be ${describeRange('size', MAX_FILE_SIZE)}; ${NOT_SHOWN}`);
   const follow = envValue(env, 'DUS_FOLLOW_EXTERNAL_SYMLINKS')?.toLowerCase();
   if (follow !== undefined && !['1', 'true', 'yes', '0', 'false', 'no'].includes(follow)) {
-    throw new UserError(`DUS_FOLLOW_EXTERNAL_SYMLINKS takes 1 or 0 (true or false), not "${env.DUS_FOLLOW_EXTERNAL_SYMLINKS ?? ''}".`);
+    throw new UserError(`the environment variable DUS_FOLLOW_EXTERNAL_SYMLINKS must be 1 or 0 (true or false); ${NOT_SHOWN}`);
   }
   return { maxFileBytes: checked, followExternalSymlinks: follow === '1' || follow === 'true' || follow === 'yes' };
 }
@@ -71,14 +78,17 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   const raw = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes) : undefined;
   const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
 
-  const baseUrl = envValue(opts.env, 'DUS_BASE_URL') ?? raw?.base_url;
+  const envBaseUrl = envValue(opts.env, 'DUS_BASE_URL');
+  const baseUrl = envBaseUrl ?? raw?.base_url;
   if (baseUrl !== undefined && !/^https?:\/\//i.test(baseUrl)) {
-    throw new UserError(`DUS_BASE_URL must start with http:// or https://, not "${baseUrl}"`);
+    throw new UserError(envBaseUrl !== undefined
+      ? `the environment variable DUS_BASE_URL must be the API's address, starting with http:// or https://; ${NOT_SHOWN}`
+      : `base_url must start with http:// or https://, not "${baseUrl}"`);
   }
   const envTenant = envValue(opts.env, 'DUS_TENANT');
   const listed = Object.keys(raw?.tenants ?? {});
   if (envTenant !== undefined && listed.length > 0 && !listed.includes(envTenant)) {
-    throw new UserError(`DUS_TENANT is "${envTenant}", which is not one of the tenants in ${file ? shownPath(file, opts.cwd) : 'the config'} (${listed.join(', ')})`);
+    throw new UserError(`the environment variable DUS_TENANT must name one of the tenants in ${file ? shownPath(file, opts.cwd) : 'the config'} (${listed.join(', ')}); ${NOT_SHOWN}`);
   }
   const tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string; tenantId?: string }> = {};
   for (const [name, t] of Object.entries(raw?.tenants ?? {})) {

@@ -18,8 +18,12 @@ export function isEnvName(value: string): boolean {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(value) && !keyLike;
 }
 
-/** tenant → key, for the given tenants. Every key read is registered for redaction. */
+/**
+ * tenant → key, for the given tenants. Every key read is registered for redaction, and so is
+ * every other key the config can name (registerConfiguredKeys), first.
+ */
 export async function readApiKeys(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<Map<string, string>> {
+  registerConfiguredKeys(config, env);
   const keys = new Map<string, string>();
   for (const tenant of [...new Set(tenants)].sort()) {
     const key = await readKey(config, tenant, env);
@@ -29,21 +33,64 @@ export async function readApiKeys(config: ResolvedConfig, tenants: readonly stri
   return keys;
 }
 
+/**
+ * Registers, for redaction only, every key the config can name: the variable and the file of
+ * every tenant it lists, and DUS_API_KEY. A run reads the keys of the tenants it touches, but a
+ * server that serves several tenants may echo another tenant's key in an acme-only run. Best
+ * effort: a variable that is not set, a file that cannot be read, a value that is not a key (not
+ * one line of printable ASCII) is skipped without a word. These keys are never sent.
+ */
+export function registerConfiguredKeys(config: ResolvedConfig, env: NodeJS.ProcessEnv): void {
+  const values: (string | undefined)[] = [env.DUS_API_KEY];
+  for (const entry of Object.values(config.tenants)) {
+    if (entry.apiKeyEnv !== undefined) values.push(env[entry.apiKeyEnv]);
+    if (entry.apiKeyFile !== undefined) {
+      try {
+        const read = readRegularFile(keyFilePath(config, entry.apiKeyFile), { maxBytes: MAX_KEY_FILE_BYTES });
+        if (read.ok) values.push(read.text);
+      } catch {
+        // Best effort: the run reads its own key files again, and says what is wrong with them.
+      }
+    }
+  }
+  for (const value of values) {
+    const key = value?.trim();
+    if (key && keyProblem(key) === undefined) registerSecret(key);
+  }
+}
+
+/** Keys travel in an HTTP header: printable ASCII, one line. A key is short; 4,096 characters is far past any. */
+const MAX_KEY_CHARS = 4096;
+
+/** What makes the value unusable as a key, said without quoting any of it; undefined when it is one. */
+function keyProblem(key: string): string | undefined {
+  if (/[^\u0020-\u007e]/.test(key)) return 'holds a character that an HTTP header cannot carry (a control character, a line break, or one outside ASCII such as é or €); an API key is one line of printable ASCII';
+  if (key.length > MAX_KEY_CHARS) return `is longer than ${MAX_KEY_CHARS.toLocaleString('en-US')} characters, which no API key is`;
+  return undefined;
+}
+
 async function readKey(config: ResolvedConfig, tenant: string, env: NodeJS.ProcessEnv): Promise<string> {
   const entry = Object.hasOwn(config.tenants, tenant) ? config.tenants[tenant] : undefined;
   if (entry?.apiKeyFile !== undefined) return readKeyFile(config, tenant, entry.apiKeyFile);
   const name = entry?.apiKeyEnv ?? 'DUS_API_KEY';
+  // Blanks at the ends are dropped: a newline from `echo`, a space pasted with the key.
   const value = env[name]?.trim();
   if (!value) {
     // The config check refuses a name that may be a key; this guards any other way in.
     const shown = isEnvName(name) ? name : `that tenants.${tenant}.api_key_env names (not shown: it does not look like a name)`;
     throw new UserError(`no API key for tenant "${tenant}": set the environment variable ${shown}`);
   }
+  const problem = keyProblem(value);
+  if (problem !== undefined) throw new UserError(`the API key of tenant "${tenant}" in the environment variable ${name} ${problem}`);
   return value;
 }
 
+function keyFilePath(config: ResolvedConfig, file: string): string {
+  return resolve(config.file ? dirname(config.file) : config.dir, file);
+}
+
 async function readKeyFile(config: ResolvedConfig, tenant: string, file: string): Promise<string> {
-  const path = resolve(config.file ? dirname(config.file) : config.dir, file);
+  const path = keyFilePath(config, file);
   // Mounted secrets are links (Kubernetes: key -> ..data/key), and may live anywhere: only the
   // kind of file and its size are checked.
   const read = readRegularFile(path, { maxBytes: MAX_KEY_FILE_BYTES });
@@ -53,5 +100,7 @@ async function readKeyFile(config: ResolvedConfig, tenant: string, file: string)
   }
   const key = read.text.trim();
   if (key === '') throw new UserError(`the API key file of tenant "${tenant}" is empty: ${path}`);
+  const problem = keyProblem(key);
+  if (problem !== undefined) throw new UserError(`the API key file of tenant "${tenant}" (${path}) ${problem}`);
   return key;
 }

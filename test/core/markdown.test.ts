@@ -84,7 +84,7 @@ describe('renderMarkdown', () => {
 
   it('escapes what markdown and HTML would interpret', () => {
     expect(escapeMarkdown('a|b <i>*x*</i> _y_ [l](u) @me $m$ #1 \\ ~s~')).toBe(
-      'a&#124;b &lt;i&gt;&#42;x&#42;&lt;/i&gt; &#95;y&#95; &#91;l&#93;(u) &#64;me &#36;m&#36; &#35;1 &#92; &#126;s&#126;',
+      'a&#124;b &lt;i&gt;&#42;x&#42;&lt;/i&gt; &#95;y&#95; &#91;l&#93;(u) &#64;&#8203;me &#36;m&#36; &#35;1 &#92; &#126;s&#126;',
     );
     expect(escapeMarkdown('line\nbreak')).toBe('line&#92;nbreak');
     expect(escapeMarkdown('a\u202eb\u001b[2Jc\u0085')).toBe('a&#92;u202eb&#92;u001b&#91;2Jc&#92;u0085');

@@ -2,6 +2,7 @@
 // formatting may give it: cut short, JSON-escaped (once or twice), percent-encoded, as HTML
 // entities, base64 (standard or URL-safe, padded or not, in any alignment). Ordinary text,
 // and text with fewer than 8 characters of a key, is left alone.
+import { decodeHTML } from 'entities';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clearSecretsForTests, containsSecret, redact, redactDeep, registerSecret } from '../../src/redact.js';
 
@@ -12,6 +13,21 @@ afterEach(() => clearSecretsForTests());
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 const b64url = (s: string) => b64(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+/** How an HTML5 encoder names the characters of the keys below. */
+const NAMED_ENTITY: Readonly<Record<string, string>> = {
+  '-': '&hyphen;', '_': '&lowbar;', '/': '&sol;', '+': '&plus;', '=': '&equals;', '.': '&period;',
+  ':': '&colon;', ' ': '&nbsp;', '"': '&quot;', '\\': '&bsol;', '%': '&percnt;',
+};
+
+/** A server that form-encodes some characters, in lower case, and writes spaces as `+` or %20 in turn. */
+function mixedForm(key: string): string {
+  let spaces = 0;
+  return [...key].map((c, i) => {
+    if (c === ' ') return spaces++ % 2 === 0 ? '+' : '%20';
+    return i % 3 === 0 || !/[\w.~-]/.test(c) ? `%${c.charCodeAt(0).toString(16).padStart(2, '0')}` : c;
+  }).join('');
+}
 
 /** Every way the tests below let a server echo `key`, each inside some text. */
 function echoes(key: string): [string, string][] {
@@ -32,6 +48,14 @@ function echoes(key: string): [string, string][] {
     ['form-encoded', new URLSearchParams({ k: key }).toString().slice(2)],
     ['percent-encoded twice', encodeURIComponent(encodeURIComponent(key))],
     ['HTML entities', [...key].map((c) => `&#${c.charCodeAt(0)};`).join('')],
+    ['HTML5 named entities', key.replace(/[-_/+=.: "\\%]/g, (c) => NAMED_ENTITY[c]!)],
+    ['zero-padded decimal entities', [...key].map((c) => `&#${String(c.charCodeAt(0)).padStart(7, '0')};`).join('')],
+    ['hex entities of more than 4 digits', [...key].map((c) => `&#x${c.charCodeAt(0).toString(16).padStart(6, '0')};`).join('')],
+    ['entities without the semicolon', [...key].map((c) => `&#${c.charCodeAt(0)}`).join('')],
+    ['hex entities without the semicolon', [...key].map((c) => `&#X${c.charCodeAt(0).toString(16)}`).join('')],
+    ['JavaScript \\u{…} escapes', [...key].map((c) => `\\u{${c.charCodeAt(0).toString(16)}}`).join('')],
+    ['octal escapes', [...key].map((c) => `\\${c.charCodeAt(0).toString(8)}`).join('')],
+    ['form-encoded, partly, lower-case, `+` and %20 for spaces', mixedForm(key)],
     ['base64', b64(key)],
     ['base64 without padding', b64(key).replace(/=+$/, '')],
     ['base64url', b64url(key)],
@@ -44,11 +68,26 @@ function echoes(key: string): [string, string][] {
   ];
 }
 
-/** No 8-character run of `key`, of any encoding of it, is left in `text`. */
+/** No 8-character run of `key`, of any encoding of it, is left in `text`, nor in the text as a reader decodes it. */
 function leaks(text: string, key: string): string[] {
   const forms = [key, JSON.stringify(key).slice(1, -1), encodeURIComponent(key), b64(key), b64url(key), b64(`x${key}`), b64(`xy${key}`)];
   const out: string[] = [];
   for (const f of forms) for (let i = 0; i + 8 <= f.length; i++) if (text.includes(f.slice(i, i + 8))) out.push(f.slice(i, i + 8));
+  const spaced = (t: string) => t.replace(/[+\u00a0]/g, ' ').replace(/\u2010/g, '-');
+  const decoded = spaced(readerDecode(text));
+  for (let i = 0; i + 8 <= key.length; i++) if (decoded.includes(spaced(key.slice(i, i + 8)))) out.push(key.slice(i, i + 8));
+  return out;
+}
+
+/** What a reader makes of the text: percent, JSON and JavaScript escapes and HTML references, decoded three times over. */
+function readerDecode(text: string): string {
+  let out = text;
+  for (let i = 0; i < 3; i++) {
+    out = decodeHTML(out
+      .replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)))
+      .replace(/\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})|\\([0-3][0-7]{2}|[0-7]{1,2})|\\(["\\/])/g, (_m, cp?: string, u?: string, o?: string, c?: string) =>
+        cp ? String.fromCodePoint(parseInt(cp, 16)) : u ? String.fromCharCode(parseInt(u, 16)) : o ? String.fromCharCode(parseInt(o, 8)) : c!));
+  }
   return out;
 }
 
@@ -67,6 +106,20 @@ describe('redact', () => {
       });
     }
   }
+
+  it('hides the spellings a fuzzer found: a form-encoded fragment with `+` for a space, among lower-case escapes', () => {
+    registerSecret("t'/626l MxZn4sQ");
+    registerSecret("Qrbb L~)cU67XWK*F>XL3&xC0'73_ EFp-M");
+    expect(redact('before %27%2f%362%36%6c+M%78 after')).toBe('before [REDACTED] after');
+    expect(redact('before %27%37%33%5F+%45F%70 after')).toBe('before [REDACTED] after');
+  });
+
+  it('reads HTML references as a browser does: a tail after a legacy name, two characters for one reference', () => {
+    registerSecret(KEY);
+    expect(redact(`x &ampxyz ${[...KEY].map((c) => `&#x${c.charCodeAt(0).toString(16)}`).join('')}&#128512; y`)).toBe('x &ampxyz [REDACTED]&#128512; y');
+    expect(redact(`x &NotEqualTilde;${KEY.slice(0, 12)} y`)).toBe('x &NotEqualTilde;[REDACTED] y');
+    expect(redact('a=1&page=3&para=2 &lowbar; &hyphen;')).toBe('a=1&page=3&para=2 &lowbar; &hyphen;');
+  });
 
   it('leaves at most the last 3 characters of a base64 run that a cut left mid-key', () => {
     registerSecret(KEY);

@@ -6,6 +6,7 @@ import type { ActionDiff, DesiredDiff, DiffEntry, FirmwareDiff } from '../desire
 import { diffTenants } from '../desired-diff.js';
 import { compactJson, showDependency, showDependencyList, showManaged, showValue, summaryLine } from './desired-diff-format.js';
 import { safeText } from './ansi.js';
+import { escapeMarkdown } from './markdown-escape.js';
 
 export interface DiffMarkdownOptions {
   readonly base: string;
@@ -14,11 +15,6 @@ export interface DiffMarkdownOptions {
 }
 
 export const MARKDOWN_MAX_LENGTH = 60_000;
-
-/** Text safe inside markdown (and table cells): no HTML, no pipes, no emphasis, no control characters. */
-export function mdText(text: string): string {
-  return safeText(text).replace(/[\\`*_{}[\]<>()#+!|~&]/g, (c) => `\\${c}`);
-}
 
 /**
  * An inline code span that survives backticks and pipes in the value: its fence is one
@@ -113,7 +109,7 @@ const MAX_WARNINGS = 50;
 function warningCallout(diff: DesiredDiff): string[] {
   if (diff.warnings.length === 0) return [];
   const lines = ['> [!WARNING]', '> **Review these edits carefully**', '>'];
-  for (const w of diff.warnings.slice(0, MAX_WARNINGS)) lines.push(`> - ${w.tenant ? `${mdCode(w.tenant)}: ` : ''}${mdText(w.message)}`);
+  for (const w of diff.warnings.slice(0, MAX_WARNINGS)) lines.push(`> - ${w.tenant ? `${mdCode(w.tenant)}: ` : ''}${escapeMarkdown(w.message)}`);
   if (diff.warnings.length > MAX_WARNINGS) lines.push(`> - … and ${diff.warnings.length - MAX_WARNINGS} more (see the full output of \`dus-sync diff\`)`);
   return [...lines, ''];
 }
@@ -149,7 +145,7 @@ function budget(limit: number): Budget {
 
 export function renderDiffMarkdown(diff: DesiredDiff, opts: DiffMarkdownOptions): string {
   const max = opts.maxLength ?? MARKDOWN_MAX_LENGTH;
-  const note = (n: number) => `\n> [!NOTE]\n> This comment was cut to stay under GitHub's size limit: ${n} more entr${n === 1 ? 'y is' : 'ies are'} not shown. Run \`dus-sync diff --base ${mdText(opts.base)}\` for the whole difference.\n`;
+  const note = (n: number) => `\n> [!NOTE]\n> This comment was cut to stay under GitHub's size limit: ${n} more entr${n === 1 ? 'y is' : 'ies are'} not shown. Run ${mdCode(`dus-sync diff --base ${opts.base}`)} for the whole difference.\n`;
   // Room for closing tags and the note, whatever is cut.
   const b = budget(Math.max(0, max - 400));
   const header = [`### dus-sync diff: ${mdCode(opts.base)} → this change`, '', summaryLine(diff.summary), ''];

@@ -7,6 +7,7 @@ import type { Action, Change, Conflict, FirmwareChange, FirmwareFields, LiveStat
 import { canonicalJson, compareStrings } from '../canonical.js';
 import { countDeactivations } from '../safety.js';
 import { safeText } from './ansi.js';
+import { escapeMarkdown } from './markdown-escape.js';
 import { countsOf, dependencyEdits, plural, SCALAR_FIELDS, sectionOf, summaryLine, SUSPENDED, tenantsOf } from './describe.js';
 
 export interface MarkdownOptions {
@@ -24,21 +25,7 @@ const LIST_CAP = 5;
 
 // ---------------------------------------------------------------- escaping
 
-const ENTITIES: Readonly<Record<string, string>> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-};
-
-/**
- * Text from YAML or the API, made inert in both markdown and HTML: numeric entities render as
- * the character in either context, and keep `|` from splitting table cells, `@` from pinging
- * people and `$` from starting math.
- */
-export function escapeMarkdown(text: string): string {
-  return safeText(text).replace(/[&<>"`*_[\]|\\~#@$]/g, (c) => ENTITIES[c] ?? `&#${c.charCodeAt(0)};`);
-}
+export { escapeMarkdown };
 
 /** A mermaid label inside ["..."]: mermaid's own #entity; codes, never raw quotes, tags or backticks. */
 function escapeMermaid(text: string): string {
