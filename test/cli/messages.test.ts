@@ -33,3 +33,60 @@ describe('YAML indentation', () => {
     expect(r.lines).toEqual([expect.stringMatching(/^a\.yaml:7:5: YAML syntax error: this line is indented more than "version_number" on line 6/)]);
   });
 });
+
+describe('a field in the wrong place, or misspelt, is one error that says what to do', () => {
+  const ACTION = 'apiVersion: dus-sync/v1\nkind: Action\nmetadata:\n  tenant: acme\nspec:\n  id: 42\n  phases:\n';
+
+  it('a spec field at column 1 after spec: says to indent it under spec', async () => {
+    const r = await validateOne(FIRMWARE_HEAD + 'is_deactivated: true\n');
+    expect(r.code).toBe(1);
+    expect(r.lines).toEqual(['a.yaml:7:1: unknown field "is_deactivated" in the document; it belongs in spec: indent it under spec']);
+  });
+
+  it('a metadata field at the top level says to indent it under metadata, and nothing about metadata missing', async () => {
+    const r = await validateOne('apiVersion: dus-sync/v1\nkind: Firmware\ntenant: acme\nspec:\n  version_number: "1"\n');
+    expect(r.lines).toEqual(['a.yaml:3:1: unknown field "tenant" in the document; it belongs in metadata: indent it under metadata']);
+    const labels = await validateOne(FIRMWARE_HEAD + 'labels: { team: radio }\n');
+    expect(labels.lines).toEqual(['a.yaml:7:1: unknown field "labels" in the document; it belongs in metadata: indent it under metadata']);
+  });
+
+  it('a spec field written in metadata says to move it, and not also that spec lacks it', async () => {
+    const r = await validateOne('apiVersion: dus-sync/v1\nkind: Action\nmetadata:\n  tenant: acme\n  id: 5\nspec:\n  phases: []\n');
+    expect(r.lines).toEqual(['a.yaml:5:3: unknown field "id" in metadata; it belongs in spec: move it there']);
+  });
+
+  it('a phase field indented as a spec field says it belongs in a phase', async () => {
+    const r = await validateOne(ACTION + '    - name: canary\n  trigger_on: { after_minutes: 60 }\n');
+    expect(r.lines).toEqual(['a.yaml:9:3: unknown field "trigger_on" in spec; it belongs in an item of spec.phases: indent it to line up with the fields of that item']);
+  });
+
+  it('a misspelt phase field is one error with did-you-mean, also for the required name (and a swap of two letters)', async () => {
+    const r = await validateOne(ACTION + '    - name: canary\n      trigger-on: { after_minutes: 60 }\n    - nmae: wave-1\n    - title: wave-2\n');
+    expect(r.code).toBe(1);
+    expect(r.lines).toEqual([
+      'a.yaml:9:7: unknown field "trigger-on" in spec.phases[0]; did you mean "trigger_on"?',
+      'a.yaml:10:7: unknown field "nmae" in spec.phases[1]; did you mean "name"?',
+      'a.yaml:11:7: unknown field "title" in spec.phases[2]; did you mean the required field "name"?',
+    ]);
+  });
+
+  it('a renamed required field of a firmware is one error', async () => {
+    const r = await validateOne('apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version: "1"\n');
+    expect(r.lines).toEqual(['a.yaml:5:3: unknown field "version" in spec; did you mean the required field "version_number"?']);
+  });
+
+  it('two different mistakes in one phase stay two errors', async () => {
+    const r = await validateOne(ACTION + '    - { infos: {}, trigger_on: {} }\n');
+    expect(r.lines).toEqual([
+      'a.yaml:8:7: spec.phases[0] is missing the required field "name"',
+      'a.yaml:8:9: unknown field "infos" in spec.phases[0]; did you mean "info"?',
+    ]);
+  });
+
+  it('in dus-sync.yaml too: a safety limit at the top level says to indent it under safety', async () => {
+    const dir = writeTree({ 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\nmax_changes: 5\n' });
+    const r = await runCli(['validate'], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('dus-sync.yaml:3:1: unknown field "max_changes" in the document; it belongs in safety: indent it under safety\n');
+  });
+});
