@@ -15,7 +15,7 @@ import { AimdLimiter } from './limiter.js';
 import { ERROR_BODY_BYTES, formatDuration, formatSize, MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_MS } from './limits.js';
 import { backoffDelay, classifyNetworkError, parseRetryAfter, ResponseLimitError, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
 import type { ApiClientOptions, TenantClient } from './types.js';
-import { apiPath, parseBaseUrl, segment, type BaseUrl } from './url.js';
+import { apiPath, isLoopbackHost, parseBaseUrl, segment, type BaseUrl } from './url.js';
 import { firstProblem, type ResponseShape } from './validate.js';
 
 export interface ApiClient {
@@ -442,6 +442,15 @@ function decode(chunks: Buffer[]): string {
 
 function networkError(ctx: Context, tenant: string, call: Call, failure: NetworkFailure, attempts: number): ApiError {
   const endpoint = endpointOf(call);
+  if (failure.plainHttp) {
+    // Not a certificate problem, whatever the handshake's error says: the scheme or the port is wrong.
+    const fix = isLoopbackHost(new URL(ctx.base.origin).hostname)
+      ? `use http://${ctx.base.host}${ctx.base.prefix} (plain http is allowed to loopback) or fix base_url`
+      : 'fix base_url: is the port right? (plain http to a host that is not loopback needs --insecure-http and sends the key unencrypted)';
+    return new ApiError(redact(`the server at ${ctx.base.host} speaks plain http, not https; ${fix} (${endpoint} for tenant ${tenant} was not sent: ${failure.code})`), {
+      retryable: false, endpoint, ...(call.idempotent ? {} : { outcome: 'not-sent' as const }),
+    });
+  }
   const tries = attempts > 1 ? `, ${attempts} tries` : '';
   if (!call.idempotent) {
     const outcome = failure.sent ? 'unknown' : 'not-sent';

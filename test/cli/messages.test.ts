@@ -1,5 +1,7 @@
 // The newcomer's messages (issue 13), through the built CLI: bad input gets one sentence naming
 // the file, the line and what to do, exit 1, and never a stack trace.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { runCli, writeTree } from '../e2e/helpers.js';
 
@@ -88,5 +90,23 @@ describe('a field in the wrong place, or misspelt, is one error that says what t
     const r = await runCli(['validate'], { cwd: dir });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('dus-sync.yaml:3:1: unknown field "max_changes" in the document; it belongs in safety: indent it under safety\n');
+  });
+});
+
+describe('talking to the API', () => {
+  it('https:// to a plain-http server says so, not that the certificate failed', async () => {
+    const server = createServer((_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"results":[]}'); });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const dir = writeTree({ 'a.yaml': FIRMWARE_HEAD });
+      const r = await runCli(['--dir', dir, 'plan'], { cwd: dir, env: { DUS_TENANT: 'acme', DUS_API_KEY: 'k-plain-http', DUS_BASE_URL: `https://127.0.0.1:${port}` } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`^error: the server at 127\\.0\\.0\\.1:${port} speaks plain http, not https; use http://127\\.0\\.0\\.1:${port} \\(plain http is allowed to loopback\\) or fix base_url \\(GET /api/v1/firmware-bundles for tenant acme was not sent: [A-Z_]+\\)\\n$`, 'm'));
+      expect(r.stderr).not.toContain('certificate');
+      expect(r.stdout).toBe('');
+    } finally {
+      server.close();
+    }
   });
 });
