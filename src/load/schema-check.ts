@@ -205,6 +205,11 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
       return { ...where(at.value ?? at.key), message: `${name} must not be empty` };
     case 'pattern':
       return { ...where(at.value), message: patternMessage(name, String((e.params as { pattern: string }).pattern)) };
+    case 'not':
+      if (String((e.schema as { pattern?: string } | undefined)?.pattern).includes('[vV]1')) {
+        return { ...where(at.value), message: `${name} should not include /api/v1; dus-sync adds it: write ${isScalar(at.value) ? withoutApiV1(String(at.value.value)) : 'the URL without it'}` };
+      }
+      return { ...where(at.value ?? at.key), message: `${name} is invalid` };
     default:
       return { ...where(at.value ?? at.key), message: `${name} ${e.message ?? 'is invalid'}` };
   }
@@ -218,6 +223,11 @@ function typeMessage(src: YamlSource, node: Node | undefined, name: string, expe
     return `${name} is ${what} here; quote it: "${raw}"`;
   }
   return `${name} must be ${TYPE_WORDS[expected] ?? expected}`;
+}
+
+/** "https://h/x/api/v1/" → "https://h/x": the base URL dus-sync wants. */
+export function withoutApiV1(url: string): string {
+  return url.replace(/\/api\/v1\/*$/i, '');
 }
 
 function patternMessage(name: string, pattern: string): string {

@@ -109,4 +109,19 @@ describe('talking to the API', () => {
       server.close();
     }
   });
+
+  it('a base_url ending in /api/v1 is refused before any request, naming the URL to use', async () => {
+    const dir = writeTree({ 'a.yaml': FIRMWARE_HEAD });
+    const r = await runCli(['--dir', dir, 'plan'], { cwd: dir, env: { DUS_TENANT: 'acme', DUS_API_KEY: 'k-api-v1', DUS_BASE_URL: 'http://127.0.0.1:1/api/v1/' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('error: the API base URL http://127.0.0.1:1/api/v1 should not include /api/v1; dus-sync adds it: set base_url (or DUS_BASE_URL) to http://127.0.0.1:1\n');
+    expect(r.stderr).not.toMatch(/404|not found|\n\s+at /);
+  });
+
+  it('validate points at a base_url with /api/v1 in dus-sync.yaml', async () => {
+    const dir = writeTree({ 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\nbase_url: https://dus.example.com/prefix/API/v1\ndefault_tenant: acme\n', 'a.yaml': FIRMWARE_HEAD });
+    const r = await runCli(['validate'], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('dus-sync.yaml:3:11: base_url should not include /api/v1; dus-sync adds it: write https://dus.example.com/prefix\n');
+  });
 });
