@@ -125,3 +125,16 @@ describe('talking to the API', () => {
     expect(r.stdout).toContain('dus-sync.yaml:3:11: base_url should not include /api/v1; dus-sync adds it: write https://dus.example.com/prefix\n');
   });
 });
+
+describe('the config file', () => {
+  it('-c FOLDER says it is a folder and names the dus-sync.yaml in it, for every command', async () => {
+    const dir = writeTree({ 'repo/dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\n', 'empty/.keep': '' });
+    for (const command of ['validate', 'plan']) {
+      const r = await runCli(['-c', 'repo', command], { cwd: dir });
+      expect([r.code, r.stdout], command).toEqual([1, '']);
+      expect(r.stderr, command).toBe('error: repo is a folder; --config takes the dus-sync.yaml file (did you mean repo/dus-sync.yaml?)\n');
+    }
+    const none = await runCli(['--config', 'empty/', 'plan'], { cwd: dir });
+    expect(none.stderr).toBe('error: empty is a folder; --config takes the dus-sync.yaml file (there is no dus-sync.yaml in it)\n');
+  });
+});
