@@ -2,7 +2,8 @@
 // the file, the line and what to do, exit 1, and never a stack trace.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
 import { runCli, writeTree } from '../e2e/helpers.js';
 
 const FIRMWARE_HEAD = 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata:\n  tenant: acme\nspec:\n  version_number: "2.4.1"\n';
@@ -136,5 +137,55 @@ describe('the config file', () => {
     }
     const none = await runCli(['--config', 'empty/', 'plan'], { cwd: dir });
     expect(none.stderr).toBe('error: empty is a folder; --config takes the dus-sync.yaml file (there is no dus-sync.yaml in it)\n');
+  });
+});
+
+const KEY = 'messages-test-key-acme-0123456789';
+
+function seed(): Seed {
+  return {
+    tenants: {
+      acme: {
+        api_key: KEY,
+        bundles: [{ version: '2024.06', firmwares: ['1.0.0', '1.0.1', '1.0.2'].map((v) => (
+          { version_number: v, component_name: 'modem', uncompressed_size: 1000, is_deactivated: false, dependencies: [] })) }],
+        actions: [{ id: 42, status: 'pending', phases: [{ name: 'canary', trigger_on: {}, info: {} }] }],
+      },
+    },
+  } as unknown as Seed;
+}
+
+let emulator: RunningEmulator | undefined;
+afterEach(async () => { await emulator?.close(); emulator = undefined; });
+
+/** Three deactivations of acme, with this config. */
+function deactivations(config: string): string {
+  const fw = (v: string) => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "${v}"\n  is_deactivated: true\n`;
+  return writeTree({ 'dus-sync.yaml': config, 'fw.yaml': ['1.0.0', '1.0.1', '1.0.2'].map(fw).join('---\n') });
+}
+
+const SAFE_CONFIG = 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\nsafety:\n  max_changes: 2\n  max_deactivations: 5\n';
+
+describe('the safety refusal names where its limit was set', () => {
+  it('a flag is named as the flag, not as the config setting', async () => {
+    emulator = await startEmulator({ seed: seed() });
+    const dir = deactivations(SAFE_CONFIG);
+    const env = { DUS_BASE_URL: emulator.url, DUS_API_KEY: KEY };
+    const plan = await runCli(['plan', '--max-changes', '1'], { cwd: dir, env });
+    expect(plan.code).toBe(1);
+    expect(plan.stderr).toContain('error: apply would refuse this plan: the plan has 3 changes, more than --max-changes (1); review it and pass --allow-large.\n');
+    const apply = await runCli(['apply', '--auto-approve', '--max-deactivations', '2', '--max-changes', '10'], { cwd: dir, env });
+    expect(apply.code).toBe(1);
+    expect(apply.stderr).toContain('error: the plan deactivates 3 firmware records, more than --max-deactivations (2); review it and pass --allow-large. Nothing was written.\n');
+    expect(emulator.stats.writes).toBe(0);
+  });
+
+  it('a config setting is named with its file and line', async () => {
+    emulator = await startEmulator({ seed: seed() });
+    const dir = deactivations(SAFE_CONFIG);
+    const r = await runCli(['apply', '--auto-approve'], { cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY: KEY } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('error: the plan has 3 changes, more than safety.max_changes (2, set at dus-sync.yaml:5); review it and pass --allow-large. Nothing was written.\n');
+    expect(emulator.stats.writes).toBe(0);
   });
 });
