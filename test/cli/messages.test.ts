@@ -208,3 +208,44 @@ describe('--concurrency', () => {
     expect(line(watchHelp!.stdout)).toBe(line(applyHelp!.stdout));
   });
 });
+
+describe('conflicts and appends point at the phase\'s own line', () => {
+  // Live action 42 has one phase, canary with trigger_on {}.
+  const actions = (canaryTrigger: string) => `# rollout of 42
+apiVersion: dus-sync/v1
+kind: Action
+metadata: { tenant: acme }
+spec:
+  id: 42
+  phases:
+    - name: canary
+      trigger_on: ${canaryTrigger}
+
+    # the first wave
+    - { name: wave-1, trigger_on: { after_minutes: 60 } }
+    - name: wave-2
+`;
+
+  it('in plan text and json, and in apply', async () => {
+    emulator = await startEmulator({ seed: seed() });
+    const env = { DUS_BASE_URL: emulator.url, DUS_API_KEY: KEY, DUS_TENANT: 'acme' };
+    const ok = writeTree({ 'tenants/acme/actions.yaml': actions('{}') });
+    const json = await runCli(['--dir', ok, 'plan', '--format', 'json'], { cwd: ok, env });
+    expect(json.code, json.stderr).toBe(0);
+    const plan = JSON.parse(json.stdout) as { changes: { index: number; source: unknown }[] };
+    expect(plan.changes.map((c) => [c.index, c.source])).toEqual([
+      [1, { file: 'tenants/acme/actions.yaml', line: 12, column: 7 }],
+      [2, { file: 'tenants/acme/actions.yaml', line: 13, column: 7 }],
+    ]);
+
+    const conflicting = writeTree({ 'tenants/acme/actions.yaml': actions('{ after_minutes: 5 }') });
+    const text = await runCli(['--dir', conflicting, 'plan'], { cwd: conflicting, env });
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain('differs in trigger_on');
+    expect(text.stdout).toContain('\n      at tenants/acme/actions.yaml:8\n');
+    const apply = await runCli(['--dir', conflicting, 'apply', '--auto-approve'], { cwd: conflicting, env });
+    expect(apply.code).toBe(1);
+    expect(apply.stdout).toContain('\n      at tenants/acme/actions.yaml:8\n');
+    expect(emulator.stats.writes).toBe(0);
+  });
+});

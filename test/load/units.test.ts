@@ -115,6 +115,7 @@ describe('parseFile and assemble', () => {
     expect(desired.actions).toEqual([{
       kind: 'action', tenant: 'acme', labels: { team: 'radio' }, source: { file: 'a.yaml', line: 1, column: 1 }, id: 9,
       phases: [{ name: 'canary', trigger_on: {}, info: {} }, { name: 'wave', trigger_on: { after_minutes: 5 }, info: {} }],
+      phaseSources: [{ file: 'a.yaml', line: 7, column: 7 }, { file: 'a.yaml', line: 8, column: 7 }],
     }]);
   });
 
