@@ -9,7 +9,7 @@ import type {
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
 import { displayPath, loadDesiredState, type LoadFilter, type LoadResult } from '../load/index.js';
 import { readApiKeys } from '../load/keys.js';
-import { createApiClient, type ApiClient, type RequestEvent } from '../api/client.js';
+import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { fetchLive } from '../api/fetch-live.js';
 import { plan as computePlan } from '../core/plan.js';
@@ -30,6 +30,9 @@ export interface ConnectOptions {
   /** From the flags; each one left out comes from the config's api.* or the client's default. */
   readonly limits?: ApiLimits;
   readonly onRequest?: (e: RequestEvent) => void;
+  /** Progress of the reads (the CLI's progress line). */
+  readonly onRequestStart?: (e: RequestStart) => void;
+  readonly onPage?: (e: PageEvent) => void;
 }
 
 /** Loads the desired state; any issue is a ConfigError (nothing gets written on invalid input). */
@@ -62,6 +65,8 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
     ...effectiveLimits(config, opts.limits),
     log: opts.log,
     onRequest: opts.onRequest,
+    onRequestStart: opts.onRequestStart,
+    onPage: opts.onPage,
   });
 }
 
