@@ -16,10 +16,10 @@ import { renderApplyReport } from '../core/render/report.js';
 import { describeChange } from '../core/render/describe.js';
 import { safeText } from '../core/render/ansi.js';
 import { redactDeep } from '../redact.js';
+import { liveProgress } from './progress.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 import { onInterrupt } from './interrupt.js';
-import { liveProgress } from './progress.js';
 import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface ApplyFlags {
