@@ -2,19 +2,21 @@
 //   load → validate → fetch → plan → (render) → safety → (stop on dry-run) → apply → verify.
 // Each step is a small function so the commands compose the same steps; nothing here diffs
 // while applying (the plan is built first, then acted on).
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import type {
   ApiLimits, ApplyReport, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
 } from '../model/index.js';
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
-import { assemble, readParsedFiles, type LoadFilter, type LoadResult } from '../load/index.js';
+import { assemble, displayPath, readParsedFiles, type LoadFilter, type LoadResult } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
 import { readApiKeys } from '../load/keys.js';
-import { createApiClient, type ApiClient, type RequestEvent } from '../api/client.js';
+import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { fetchLive } from '../api/fetch-live.js';
 import { plan as computePlan } from '../core/plan.js';
-import { checkSafety } from '../core/safety.js';
+import { checkSafety, type LimitSource } from '../core/safety.js';
+import { settingLocation } from '../load/config-source.js';
+import { MAX_FILE_SIZE } from '../limits.js';
 import { executePlan } from '../apply/executor.js';
 import { DEFAULT_SETTLE_MS, Journal, settleJournal, type Settled } from '../apply/journal.js';
 import { acquireLock, type ApplyLock } from '../apply/lock.js';
@@ -29,6 +31,9 @@ export interface ConnectOptions {
   /** From the flags; each one left out comes from the config's api.* or the client's default. */
   readonly limits?: ApiLimits;
   readonly onRequest?: (e: RequestEvent) => void;
+  /** Progress of the reads (the CLI's progress line). */
+  readonly onRequestStart?: (e: RequestStart) => void;
+  readonly onPage?: (e: PageEvent) => void;
 }
 
 /**
@@ -67,6 +72,8 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
     ...effectiveLimits(config, opts.limits),
     log: opts.log,
     onRequest: opts.onRequest,
+    onRequestStart: opts.onRequestStart,
+    onPage: opts.onPage,
   });
 }
 
@@ -85,14 +92,24 @@ export async function fetchAndPlan(client: ApiClient, desired: DesiredState, con
   return { live, plan: computePlan(desired, live) };
 }
 
-/** Refuses a plan over the safety limits unless allowed. */
+/** Refuses a plan over the safety limits unless allowed, naming where each limit was set. */
 export function enforceSafety(plan: Plan, config: ResolvedConfig, overrides: { maxChanges?: number; maxDeactivations?: number; allowLarge?: boolean }): void {
   if (overrides.allowLarge) return;
-  const violations = checkSafety(plan, {
+  const limits = {
     maxChanges: overrides.maxChanges ?? config.safety.maxChanges,
     maxDeactivations: overrides.maxDeactivations ?? config.safety.maxDeactivations,
+  };
+  if (checkSafety(plan, limits).length === 0) return;
+  const source = (flag: string, setting: string, fromFlag: boolean): LimitSource => {
+    if (fromFlag || !config.file) return { name: fromFlag ? flag : setting };
+    const at = settingLocation(config.file, displayPath(config, relative(config.dir, config.file)), setting.split('.'), config.reading?.maxFileBytes ?? MAX_FILE_SIZE.default);
+    return { name: setting, ...(at ? { at: `${at.file}:${at.line}` } : {}) };
+  };
+  const violations = checkSafety(plan, limits, {
+    maxChanges: source('--max-changes', 'safety.max_changes', overrides.maxChanges !== undefined),
+    maxDeactivations: source('--max-deactivations', 'safety.max_deactivations', overrides.maxDeactivations !== undefined),
   });
-  if (violations.length > 0) throw new UnsafePlanError(`${violations.join('; ')}. Nothing was written.`);
+  throw new UnsafePlanError(`${violations.join('; ')}. Nothing was written.`);
 }
 
 /** Default journal: .dus-sync/journal.jsonl beside the config file (or in the resources folder). */

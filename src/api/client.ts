@@ -15,7 +15,7 @@ import { AimdLimiter } from './limiter.js';
 import { ERROR_BODY_BYTES, FETCH_TIMEOUT_MS, formatDuration, formatSize, MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_MS } from './limits.js';
 import { backoffDelay, classifyNetworkError, parseRetryAfter, ResponseLimitError, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
 import type { ApiClientOptions, TenantClient } from './types.js';
-import { apiPath, parseBaseUrl, segment, type BaseUrl } from './url.js';
+import { apiPath, isLoopbackHost, parseBaseUrl, segment, type BaseUrl } from './url.js';
 import { firstProblem, type ResponseShape } from './validate.js';
 
 export interface ApiClient {
@@ -34,11 +34,31 @@ export interface RequestEvent {
   readonly status: number | 'error';
   readonly durationMs: number;
   readonly tenant: string;
+  /** 0 for the first try of a request, 1 for its first retry, and so on. */
+  readonly attempt: number;
+}
+
+/** A try of a request that has just been sent (it holds a slot of the limiter until its RequestEvent). */
+export interface RequestStart {
+  readonly method: string;
+  readonly route: string;
+  readonly tenant: string;
+  readonly attempt: number;
+}
+
+/** A page of the bundle list was read: `read` pages so far; `total` once the first page's count tells. */
+export interface PageEvent {
+  readonly tenant: string;
+  readonly read: number;
+  readonly total?: number;
 }
 
 export type CreateApiClientOptions = ApiClientOptions & {
   readonly log?: Logger;
   readonly onRequest?: (e: RequestEvent) => void;
+  /** Progress: a try was sent, a bundle page was read. Called often: keep them cheap. */
+  readonly onRequestStart?: (e: RequestStart) => void;
+  readonly onPage?: (e: PageEvent) => void;
   readonly clock?: Clock;
   readonly random?: () => number;
   /** Tests pass a MockAgent; the client then neither builds nor closes an Agent. */
@@ -86,6 +106,8 @@ interface Context {
   readonly random: () => number;
   readonly log: Logger | undefined;
   readonly onRequest: ((e: RequestEvent) => void) | undefined;
+  readonly onRequestStart: ((e: RequestStart) => void) | undefined;
+  readonly onPage: ((e: PageEvent) => void) | undefined;
   readonly maxRetries: number;
   readonly retryBudgetMs: number;
   readonly userAgent: string;
@@ -109,6 +131,8 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
     random: opts.random ?? Math.random,
     log: opts.log,
     onRequest: opts.onRequest,
+    onRequestStart: opts.onRequestStart,
+    onPage: opts.onPage,
     maxRetries: opts.maxRetries ?? DEFAULTS.maxRetries,
     retryBudgetMs: opts.retryBudgetMs ?? DEFAULTS.retryBudgetMs,
     userAgent: opts.userAgent ?? `dus-sync/${VERSION}`,
@@ -201,7 +225,7 @@ function identityGuard(tenant: string, expectedTenantId: string) {
 function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, tenantId: string): TenantClient {
   const send = (call: Call, signal?: AbortSignal): Promise<Reply> => execute(ctx, tenant, key, limiter, call, signal);
   const checkAction = identityGuard(tenant, tenantId);
-  const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, send, signal);
+  const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, tenant, send, signal);
   return {
     tenant,
     bundlePages: pages,
@@ -257,10 +281,11 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
   };
 }
 
-async function* bundlePages(ctx: Context, send: (c: Call, s?: AbortSignal) => Promise<Reply>, signal?: AbortSignal): AsyncGenerator<FirmwareBundle[]> {
+async function* bundlePages(ctx: Context, tenant: string, send: (c: Call, s?: AbortSignal) => Promise<Reply>, signal?: AbortSignal): AsyncGenerator<FirmwareBundle[]> {
   const first = apiPath(ctx.base, '/api/v1/firmware-bundles');
   let url: URL | null = new URL(first, ctx.base.origin);
   const seen = new Set<string>();
+  let total: number | undefined;
   while (url) {
     const call: Call = { method: 'GET', path: `${url.pathname}${url.search}`, route: ROUTES.list, idempotent: true };
     if (seen.has(url.href)) {
@@ -271,8 +296,13 @@ async function* bundlePages(ctx: Context, send: (c: Call, s?: AbortSignal) => Pr
     }
     seen.add(url.href);
     const page = parseAs<FirmwareBundleList>('FirmwareBundleList', call, await send(call, signal));
+    const next = nextUrl(ctx.base, url, page.next, call);
+    // DRF's count is of bundles; the first page's length is the page size.
+    if (seen.size === 1 && next && typeof page.count === 'number' && page.results.length > 0) total = Math.ceil(page.count / page.results.length);
+    const known = next ? (total === undefined ? undefined : Math.max(total, seen.size + 1)) : seen.size;
+    ctx.onPage?.({ tenant, read: seen.size, ...(known === undefined ? {} : { total: known }) });
     yield page.results;
-    url = nextUrl(ctx.base, url, page.next, call);
+    url = next;
   }
 }
 
@@ -345,7 +375,7 @@ type Attempt = { readonly reply: Reply } | { readonly failure: NetworkFailure };
 async function execute(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, call: Call, signal?: AbortSignal): Promise<Reply> {
   const started = ctx.clock.now();
   for (let attempt = 0; ; attempt++) {
-    const result = await attemptOnce(ctx, tenant, key, limiter, call, signal);
+    const result = await attemptOnce(ctx, tenant, key, limiter, call, attempt, signal);
     if ('reply' in result && result.reply.status >= 200 && result.reply.status < 300) return result.reply;
     const retryable = 'reply' in result ? RETRYABLE_STATUSES.has(result.reply.status) : result.failure.retryable;
     if (call.idempotent && retryable && attempt < ctx.maxRetries) {
@@ -376,10 +406,11 @@ function retryDelay(ctx: Context, attempt: number, reply: Reply | undefined): nu
   return hinted ?? backoffDelay(attempt, ctx.random);
 }
 
-async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, call: Call, signal?: AbortSignal): Promise<Attempt> {
+async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, call: Call, attempt: number, signal?: AbortSignal): Promise<Attempt> {
   await limiter.acquire(signal);
   const epoch = limiter.epoch;
   const t0 = ctx.clock.now();
+  ctx.onRequestStart?.({ method: call.method, route: call.route, tenant, attempt });
   let result: Attempt;
   try {
     result = { reply: await transmit(ctx, tenant, key, call, signal) };
@@ -396,7 +427,7 @@ async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: A
   else if (typeof status === 'number' && status < 500) limiter.onSuccess();
   const durationMs = ctx.clock.now() - t0;
   ctx.log?.debug(`${call.method} ${call.path} ${status} ${durationMs}ms`, { tenant, method: call.method, path: call.path, status, durationMs });
-  ctx.onRequest?.({ method: call.method, route: call.route, status, durationMs, tenant });
+  ctx.onRequest?.({ method: call.method, route: call.route, status, durationMs, tenant, attempt });
   return result;
 }
 
@@ -480,6 +511,15 @@ function decode(chunks: Buffer[]): string {
 
 function networkError(ctx: Context, tenant: string, call: Call, failure: NetworkFailure, attempts: number): ApiError {
   const endpoint = endpointOf(call);
+  if (failure.plainHttp) {
+    // Not a certificate problem, whatever the handshake's error says: the scheme or the port is wrong.
+    const fix = isLoopbackHost(new URL(ctx.base.origin).hostname)
+      ? `use http://${ctx.base.host}${ctx.base.prefix} (plain http is allowed to loopback) or fix base_url`
+      : 'fix base_url: is the port right? (plain http to a host that is not loopback needs --insecure-http and sends the key unencrypted)';
+    return new ApiError(redact(`the server at ${ctx.base.host} speaks plain http, not https; ${fix} (${endpoint} for tenant ${tenant} was not sent: ${failure.code})`), {
+      retryable: false, endpoint, ...(call.idempotent ? {} : { outcome: 'not-sent' as const }),
+    });
+  }
   const tries = attempts > 1 ? `, ${attempts} tries` : '';
   if (!call.idempotent) {
     const outcome = failure.sent ? 'unknown' : 'not-sent';

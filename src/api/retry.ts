@@ -45,6 +45,8 @@ export type NetworkFailure = {
   readonly sent: boolean;
   readonly retryable: boolean;
   readonly description: string;
+  /** The https handshake got a plain-http answer: the base URL's scheme (or port) is wrong. */
+  readonly plainHttp?: boolean;
 };
 
 const NOT_SENT: Record<string, string> = {
@@ -68,6 +70,20 @@ const MAYBE_SENT: Record<string, string> = {
 };
 
 const NOT_RETRYABLE_NOT_SENT = new Set(['ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * What OpenSSL says when the answer to a TLS hello is not TLS, which is what a plain-http server
+ * sends back ("HTTP/1.1 400"): Node 20 has a code for it, later versions may give only EPROTO.
+ */
+const NOT_TLS = /WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG|wrong version number|packet length too long/i;
+
+function isPlainHttpAnswer(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if ((typeof code === 'string' && NOT_TLS.test(code)) || (typeof message === 'string' && NOT_TLS.test(message))) return true;
+  }
+  return false;
+}
 
 function errorCode(err: unknown): string | undefined {
   // undici wraps some causes; look one level down too.
@@ -100,6 +116,9 @@ export function classifyNetworkError(err: unknown): NetworkFailure {
     return { code, sent: false, retryable: !NOT_RETRYABLE_NOT_SENT.has(code), description: NOT_SENT[code]! };
   }
   if (code in MAYBE_SENT) return { code, sent: true, retryable: true, description: MAYBE_SENT[code]! };
+  if (isPlainHttpAnswer(err)) {
+    return { code, sent: false, retryable: false, plainHttp: true, description: 'the server speaks plain http, not https' };
+  }
   if (/CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET/.test(code)) {
     return { code, sent: false, retryable: false, description: 'the TLS certificate could not be verified (use --ca-file or NODE_EXTRA_CA_CERTS for a private CA)' };
   }

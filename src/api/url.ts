@@ -34,7 +34,12 @@ export function parseBaseUrl(raw: string, insecureHttp: boolean): BaseUrl {
   if (url.protocol === 'http:' && !insecureHttp && !isLoopbackHost(url.hostname)) {
     throw new UserError(`refusing to send API keys over plain http to ${url.host}: use https:// or pass --insecure-http`);
   }
-  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, ''), host: url.host };
+  const prefix = url.pathname.replace(/\/+$/, '');
+  // Every path dus-sync sends starts with /api/v1: a base URL ending in it would ask for /api/v1/api/v1/...
+  if (/\/api\/v1$/i.test(prefix)) {
+    throw new UserError(`the API base URL ${url.origin}${prefix} should not include /api/v1; dus-sync adds it: set base_url (or DUS_BASE_URL) to ${url.origin}${prefix.slice(0, -'/api/v1'.length)}`);
+  }
+  return { origin: url.origin, prefix, host: url.host };
 }
 
 /** `/api/v1/...` under the base URL's prefix. Path segments must already be encoded. */

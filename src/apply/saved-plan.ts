@@ -32,7 +32,7 @@ export function toSavedPlan(
 /** The desired state without where it was written: moving a document between files changes nothing. */
 export function desiredDigest(desired: DesiredState): string {
   const firmwares = desired.firmwares.map(({ source: _s, ...rest }) => rest);
-  const actions = desired.actions.map(({ source: _s, ...rest }) => rest);
+  const actions = desired.actions.map(({ source: _s, phaseSources: _p, ...rest }) => rest);
   return sha256(canonicalJson({ firmwares, actions }));
 }
 

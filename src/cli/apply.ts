@@ -17,6 +17,7 @@ import { NOTHING_APPLIED, renderApplyReportJson } from '../core/render/report-js
 import { describeChange } from '../core/render/describe.js';
 import { safeText } from '../core/render/ansi.js';
 import { redactDeep } from '../redact.js';
+import { liveProgress } from './progress.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 import { onInterrupt } from './interrupt.js';
@@ -68,13 +69,14 @@ async function applyCommand(planFile: string | undefined, config: ResolvedConfig
   if (planFile) return applySavedPlan(planFile, config, opts, options, globals, log, color);
 
   const desired = await loadOrThrow(config, filter);
+  const progress = liveProgress(desired);
   const client = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals),
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
       // Planned inside the lock, from reads taken after it: nothing another run did is missed.
-      const { plan, live } = await fetchAndPlan(client, desired, opts.concurrency, signal);
+      const { plan, live } = await progress.during(() => fetchAndPlan(client, desired, opts.concurrency, signal));
       // Applied with the real values; shown with the keys found in live data redacted.
       warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
       const shown = redactDeep(plan);
@@ -97,12 +99,13 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
   const saved = await readSavedPlan(path);
   refusePlaceholders(path, saved);
   const desired = desiredFromFingerprints(saved);
+  const progress = liveProgress(desired);
   const client: ApiClient = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals),
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
-      const live = await fetchLive(client, desired, { concurrency: opts.concurrency, signal: options.signal });
+      const live = await progress.during(() => fetchLive(client, desired, { concurrency: opts.concurrency, signal: options.signal }));
       const stale = staleObjects(saved, live);
       if (stale.length > 0) {
         throw new UserError(`plan is stale: ${stale.join('; ')}; nothing was written. Run dus-sync plan again`);

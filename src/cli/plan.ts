@@ -11,6 +11,7 @@ import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
 import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
+import { liveProgress } from './progress.js';
 import { keysInLive, placeholdersInWrites, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface PlanFlags {
@@ -50,11 +51,12 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const opts = rawOpts as unknown as PlanFlags;
   const { config, filter, log } = await setup(globals);
   const desired = await loadOrThrow(config, filter);
+  const progress = liveProgress(desired);
   const client = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals),
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
-    const { live, plan } = await fetchAndPlan(client, desired, 8);
+    const { live, plan } = await progress.during(() => fetchAndPlan(client, desired, 8));
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     // Only the markdown flowcharts show live values beyond the plan (live phase names).

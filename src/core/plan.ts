@@ -18,6 +18,7 @@ import type {
   PhaseSpec,
   Plan,
   PlanError,
+  SourceLocation,
 } from '../model/index.js';
 import { canonicalJson, clip, compareStrings, deepEqual, normalizePhase, sortDependencies } from './canonical.js';
 import { sortChanges, sortConflicts, sortErrors } from './order.js';
@@ -229,21 +230,31 @@ function planAction(action: DesiredAction, live: LiveState): ObjectOutcome {
     action_id: action.id,
     index: liveAction.phases.length + i,
     after: normalizePhase(phase),
-    source: action.source,
+    source: phaseSource(action, liveAction.phases.length + i),
   }));
   return { changes: appends };
 }
 
+/**
+ * Where the phase at `index` was written; past the YAML's list (live has more), its last phase,
+ * after which the missing ones go; the document when positions are unknown.
+ */
+function phaseSource(action: DesiredAction, index: number): SourceLocation {
+  const sources = action.phaseSources ?? [];
+  return sources[Math.min(index, sources.length - 1)] ?? action.source;
+}
+
 /** The first way live departs from the desired list, or undefined when desired begins with live. */
 function phaseConflict(action: DesiredAction, livePhases: readonly Phase[]): Conflict | undefined {
-  const base = { tenant: action.tenant, kind: 'action' as const, key: String(action.id), source: action.source };
+  const base = { tenant: action.tenant, kind: 'action' as const, key: String(action.id) };
   for (let i = 0; i < livePhases.length && i < action.phases.length; i++) {
     const message = phaseDifference(action.id, i, normalizePhase(livePhases[i]!), normalizePhase(action.phases[i]!));
-    if (message) return { ...base, index: i, message };
+    if (message) return { ...base, index: i, message, source: phaseSource(action, i) };
   }
   if (livePhases.length > action.phases.length) {
     return {
       ...base,
+      source: phaseSource(action, action.phases.length),
       index: action.phases.length,
       message: `action ${action.id} has ${livePhases.length} live phases but the YAML declares ${action.phases.length}; phases cannot be removed: add the missing phase(s) to the YAML`,
     };

@@ -10,6 +10,7 @@ import { isEnvName } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
+import { folderAsConfig } from './config-source.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource } from './yaml-source.js';
 
 export const DEFAULT_CONFIG_FILE = 'dus-sync.yaml';
@@ -192,7 +193,7 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   // The config may be a link (a Kubernetes ConfigMap mounts links): it names the repository, so
   // it may live anywhere; but it must be a regular file of sane size like any other.
   const read = readRegularFile(file, { maxBytes });
-  if (!read.ok) throw one(shown, read.message);
+  if (!read.ok) throw folderAsConfig(file, shown) ?? one(shown, read.message);
   const text = read.text;
   const src = parseYamlSource(shown, text, maxBytes);
   if (src.issues.length > 0) throw new ConfigError(src.issues);

@@ -129,8 +129,11 @@ function stringRecord(v: unknown): Record<string, string> {
   return out;
 }
 
-/** A fresh object with the schema's fields only: nothing from the YAML is passed through blindly. */
-export function buildObject(value: JsonObject, tenant: string, source: SourceLocation): DesiredObject {
+/**
+ * A fresh object with the schema's fields only: nothing from the YAML is passed through blindly.
+ * `position` gives where each phase was written (an action's conflicts and appends point there).
+ */
+export function buildObject(value: JsonObject, tenant: string, source: SourceLocation, position: Position): DesiredObject {
   const labels = stringRecord(isPlainObject(value.metadata) ? value.metadata.labels : undefined);
   const spec = value.spec as JsonObject;
   if (value.kind === 'Firmware') {
@@ -149,7 +152,8 @@ export function buildObject(value: JsonObject, tenant: string, source: SourceLoc
     trigger_on: (p.trigger_on as JsonObject | undefined) ?? {},
     info: (p.info as JsonObject | undefined) ?? {},
   }));
-  const a: DesiredAction = { kind: 'action', tenant, labels, source, id: spec.id as number, phases };
+  const phaseSources = phases.map((_, i) => position(['spec', 'phases', String(i)], false));
+  const a: DesiredAction = { kind: 'action', tenant, labels, source, id: spec.id as number, phases, phaseSources };
   return a;
 }
 

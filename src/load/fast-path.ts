@@ -115,7 +115,49 @@ function fastDocument(value: unknown, region: Region, index: number, file: strin
   const sem = semanticChecks(value, config, position);
   if (sem.issues.length > 0 || !sem.identity || !identityFound) return undefined;
   const identity: Identity = sem.identity;
-  return { index, source, identity, object: buildObject(value, identity.tenant, source) };
+  const spec = value.spec as { phases?: unknown[] };
+  const phases = value.kind === 'Action' && Array.isArray(spec.phases) ? phaseLocations(region, spec.phases.length, file) : [];
+  if (!phases) return undefined;
+  const phaseAt: Position = (path) => phases[Number(path[2])] ?? source;
+  return { index, source, identity, object: buildObject(value, identity.tenant, source, phaseAt) };
+}
+
+/**
+ * Where each item of a block `phases:` list directly under a block `spec:` starts (the column
+ * after "- "), as the yaml path finds it; undefined for anything else (a flow list, an item
+ * whose content starts on the next line, a count that does not match), which the yaml path takes.
+ */
+function phaseLocations(region: Region, count: number, file: string): SourceLocation[] | undefined {
+  const lines = region.lines;
+  const spec = lines.findIndex((l) => /^spec:[ \t]*(#.*)?$/.test(l));
+  if (spec < 0) return undefined;
+  let keyIndent: number | undefined;
+  let phasesLine = -1;
+  for (let i = spec + 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (isBlankOrComment(line)) continue;
+    const indent = /^ */.exec(line)![0].length;
+    if (indent === 0) break;
+    keyIndent ??= indent;
+    if (indent !== keyIndent) continue;
+    if (/^ *phases:[ \t]*(#.*)?$/.test(line)) { phasesLine = i; break; }
+  }
+  if (phasesLine < 0 || keyIndent === undefined) return count === 0 ? [] : undefined;
+  const found: SourceLocation[] = [];
+  let itemIndent: number | undefined;
+  for (let i = phasesLine + 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (isBlankOrComment(line)) continue;
+    const indent = /^ */.exec(line)![0].length;
+    if (indent < keyIndent || (indent === keyIndent && !line.startsWith('-', indent))) break;
+    itemIndent ??= indent;
+    if (indent < itemIndent) return undefined;
+    if (indent > itemIndent) continue;
+    const m = /^(-[ ]+)(?=[^\s#])/.exec(line.slice(indent));
+    if (!m) return undefined;
+    found.push({ file, line: region.offset + i + 1, column: indent + m[1]!.length + 1 });
+  }
+  return found.length === count ? found : undefined;
 }
 
 /** No prototype keys and no integer beyond 2^53-1 anywhere (the yaml path words those issues). */

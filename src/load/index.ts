@@ -14,7 +14,7 @@ import { buildObject, isPlainObject, semanticChecks, yamlPosition, type Identity
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
 import { readRegularFile } from './read-file.js';
-import { scanNodes, schemaIssues, validator } from './schema-check.js';
+import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 
 export { MAX_FILE_BYTES } from './yaml-source.js';
@@ -214,11 +214,14 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   const issues = [...scanned];
   if (!refused && validate.errors) issues.push(...schemaIssues(src, doc, validate.errors, new Set(scanned.map((i) => i.pointer))));
 
-  const sem = semanticChecks(value, config, yamlPosition(src, doc));
-  const reported = issues.map((i) => i.pointer);
+  const position = yamlPosition(src, doc);
+  const sem = semanticChecks(value, config, position);
+  // A required field whose absence an unknown field explains covers what its absence implies too.
+  const explained = !refused && validate.errors ? [...findSlips(doc, validate.errors).explained] : [];
+  const reported = [...issues.map((i) => i.pointer), ...explained];
   issues.push(...sem.issues.filter((i) => !reported.some((p) => i.pointer === p || i.pointer.startsWith(p + '/'))));
   const identity = refused ? undefined : sem.identity;
-  const object = valid && sem.issues.length === 0 && identity ? buildObject(value, identity.tenant, source) : undefined;
+  const object = valid && sem.issues.length === 0 && identity ? buildObject(value, identity.tenant, source, position) : undefined;
   return { document: { index, source, identity, object }, issues };
 }
 

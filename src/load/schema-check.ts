@@ -4,7 +4,7 @@ import addFormatsModule from 'ajv-formats';
 import { isMap, isScalar, isSeq, isPair, isAlias, type Document, type Node } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { readSchemaFile } from '../schemas.js';
-import { hint } from './did-you-mean.js';
+import { didYouMean, hint } from './did-you-mean.js';
 import { issueAt, locate, offsetOf, pointerSegments, toPointer, type YamlSource } from './yaml-source.js';
 
 // ajv-formats is CommonJS: under Node's ESM loader its default export is the module object.
@@ -95,16 +95,68 @@ const TYPE_WORDS: Record<string, string> = {
 export function schemaIssues(src: YamlSource, doc: Document.Parsed, errors: readonly ErrorObject[], skip: ReadonlySet<string>): ConfigIssue[] {
   const seen = new Set<string>(skip);
   const out: ConfigIssue[] = [];
+  const slips = findSlips(doc, errors);
   for (const e of errors) {
     if (e.keyword === 'if') continue;
+    if (e.keyword === 'required' && slips.explained.has(toPointer([...pointerSegments(e.instancePath), missingField(e)]))) continue;
     const segments = pointerSegments(e.instancePath);
     const extra = extraSegment(e);
     const pointer = toPointer(extra === undefined ? segments : [...segments, extra]);
     if (isCovered(pointer, seen)) continue;
     seen.add(pointer);
-    out.push(toIssue(src, doc, e, segments, pointer));
+    out.push(toIssue(src, doc, e, segments, pointer, slips));
   }
   return out;
+}
+
+/** What the unknown fields of a document explain: one slip of the pen should be one error. */
+export interface Slips {
+  /** JSON pointers of required fields whose absence an unknown field explains: not reported. */
+  readonly explained: ReadonlySet<string>;
+  /** An unknown field's hint when it stands for a missing required field that is not close in spelling. */
+  readonly renamed: ReadonlyMap<ErrorObject, string>;
+}
+
+const missingField = (e: ErrorObject) => String((e.params as { missingProperty: string }).missingProperty);
+const unknownField = (e: ErrorObject) => String((e.params as { additionalProperty: string }).additionalProperty);
+const generic = (path: readonly string[]) => path.map((s) => (/^\d+$/.test(s) ? '[]' : s)).join('/');
+
+/**
+ * A misspelt "nmae" (did you mean "name"?), "tenant" written at the top level (metadata then
+ * seems missing), "id" written in metadata (spec then seems to lack it), or the one unknown field
+ * of an object that lacks one required field ("version" where "version_number" is missing):
+ * each is one mistake, so only the unknown field is reported, with what it stands for.
+ */
+export function findSlips(doc: Document.Parsed, errors: readonly ErrorObject[]): Slips {
+  const explained = new Set<string>();
+  const renamed = new Map<ErrorObject, string>();
+  const missing = errors.filter((e) => e.keyword === 'required');
+  if (missing.length === 0) return { explained, renamed };
+  const unknown = errors.filter((e) => e.keyword === 'additionalProperties');
+  for (const e of unknown) {
+    const key = unknownField(e);
+    const place = rightPlace(doc, key, pointerSegments(e.instancePath));
+    for (const m of missing) {
+      const path = [...pointerSegments(m.instancePath), missingField(m)];
+      const misspelt = m.instancePath === e.instancePath && didYouMean(key, [missingField(m)]) !== undefined;
+      const misplaced = place !== undefined && (generic(place) === generic(path) || (key === missingField(m) && generic(place) === generic(path.slice(0, -1))));
+      if (misspelt || misplaced) explained.add(toPointer(path));
+    }
+  }
+  // One unknown and one missing in the same object, unrelated in spelling: most likely a rename.
+  for (const m of missing) {
+    const path = toPointer([...pointerSegments(m.instancePath), missingField(m)]);
+    if (explained.has(path)) continue;
+    const here = unknown.filter((e) => e.instancePath === m.instancePath);
+    const alsoMissing = missing.filter((x) => x.instancePath === m.instancePath && !explained.has(toPointer([...pointerSegments(x.instancePath), missingField(x)])));
+    if (here.length !== 1 || alsoMissing.length !== 1) continue;
+    const e = here[0]!;
+    const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+    if (rightPlace(doc, unknownField(e), pointerSegments(e.instancePath)) || didYouMean(unknownField(e), known)) continue;
+    renamed.set(e, `; did you mean the required field "${missingField(m)}"?`);
+    explained.add(path);
+  }
+  return { explained, renamed };
 }
 
 function extraSegment(e: ErrorObject): string | undefined {
@@ -119,7 +171,7 @@ function isCovered(pointer: string, seen: ReadonlySet<string>): boolean {
   return false;
 }
 
-function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments: string[], pointer: string): ConfigIssue {
+function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments: string[], pointer: string, slips: Slips): ConfigIssue {
   const at = locate(doc, segments);
   const where = (node: Node | undefined) => issueAt(src.file, src.lineCounter, offsetOf(node ?? at.nearest), pointer, '');
   const name = shortLabel(segments);
@@ -128,7 +180,7 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
       const key = String((e.params as { additionalProperty: string }).additionalProperty);
       const keyAt = locate(doc, [...segments, key]);
       const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
-      return { ...where(keyAt.key), message: `unknown field "${key}" in ${segments.length ? label(segments) : 'the document'}${hint(key, known)}` };
+      return { ...where(keyAt.key), message: `unknown field "${key}" in ${segments.length ? label(segments) : 'the document'}${slips.renamed.get(e) ?? placementHint(doc, key, segments) ?? hint(key, known)}` };
     }
     case 'required': {
       const missing = String((e.params as { missingProperty: string }).missingProperty);
@@ -153,6 +205,11 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
       return { ...where(at.value ?? at.key), message: `${name} must not be empty` };
     case 'pattern':
       return { ...where(at.value), message: patternMessage(name, String((e.params as { pattern: string }).pattern)) };
+    case 'not':
+      if (String((e.schema as { pattern?: string } | undefined)?.pattern).includes('[vV]1')) {
+        return { ...where(at.value), message: `${name} should not include /api/v1; dus-sync adds it: write ${isScalar(at.value) ? withoutApiV1(String(at.value.value)) : 'the URL without it'}` };
+      }
+      return { ...where(at.value ?? at.key), message: `${name} is invalid` };
     default:
       return { ...where(at.value ?? at.key), message: `${name} ${e.message ?? 'is invalid'}` };
   }
@@ -168,8 +225,91 @@ function typeMessage(src: YamlSource, node: Node | undefined, name: string, expe
   return `${name} must be ${TYPE_WORDS[expected] ?? expected}`;
 }
 
+/** "https://h/x/api/v1/" → "https://h/x": the base URL dus-sync wants. */
+export function withoutApiV1(url: string): string {
+  return url.replace(/\/api\/v1\/*$/i, '');
+}
+
 function patternMessage(name: string, pattern: string): string {
   if (pattern.includes('[hH][tT]')) return `${name} must start with http:// or https://`;
   if (pattern.includes('ms|s|m|h')) return `${name} must be a duration such as 30s, 5m or 1h`;
   return `${name} must match the pattern ${pattern}`;
+}
+
+// ---------------------------------------------------------------- a field in the wrong place
+
+type SchemaNode = { properties?: Record<string, SchemaNode>; items?: SchemaNode; additionalProperties?: SchemaNode | boolean; $ref?: string };
+
+/** The schema a document is checked against, by its kind: a field's right place depends on it. */
+function documentSchema(doc: Document.Parsed): { root: SchemaNode; definitions: Record<string, SchemaNode> } | undefined {
+  const kind = isMap(doc.contents) ? doc.get('kind') : undefined;
+  if (kind === 'Config') {
+    const config = readSchemaFile('config') as SchemaNode & { definitions?: Record<string, SchemaNode> };
+    return { root: config, definitions: config.definitions ?? {} };
+  }
+  if (kind !== 'Firmware' && kind !== 'Action') return undefined;
+  const definitions = (readSchemaFile('resource') as { definitions: Record<string, SchemaNode> }).definitions;
+  const root = definitions[`${kind}Document`];
+  return root ? { root, definitions } : undefined;
+}
+
+const fieldPlaces = new Map<SchemaNode, Map<string, string[][]>>();
+
+/**
+ * Every place a field name is known in a schema: "is_deactivated" → [["spec"]]. Array items are
+ * the segment "[]", the values of a free-form map "*". Built once per schema.
+ */
+function placesOf(schema: { root: SchemaNode; definitions: Record<string, SchemaNode> }): Map<string, string[][]> {
+  let places = fieldPlaces.get(schema.root);
+  if (places) return places;
+  const found = new Map<string, string[][]>();
+  const walk = (node: SchemaNode | boolean | undefined, path: string[]): void => {
+    if (typeof node !== 'object' || path.length > 6) return;
+    const resolved = node.$ref?.startsWith('#/definitions/') ? schema.definitions[node.$ref.slice('#/definitions/'.length)] : node;
+    if (!resolved) return;
+    for (const [name, child] of Object.entries(resolved.properties ?? {})) {
+      found.set(name, [...(found.get(name) ?? []), path]);
+      walk(child, [...path, name]);
+    }
+    walk(resolved.items, [...path, '[]']);
+    walk(resolved.additionalProperties, [...path, '*']);
+  };
+  walk(schema.root, []);
+  places = found;
+  fieldPlaces.set(schema.root, places);
+  return places;
+}
+
+/** "spec.phases[]" → "a phase of spec.phases" style words for a place. */
+function placeWords(place: readonly string[]): string {
+  if (place.length === 0) return 'the top level';
+  const last = place[place.length - 1];
+  if (last === '[]') return `an item of ${label(place.slice(0, -1))}`;
+  if (last === '*') return `each entry of ${label(place.slice(0, -1))}`;
+  return label(place);
+}
+
+/** The one other place where the schema of the document's kind knows this field, if there is exactly one. */
+function rightPlace(doc: Document.Parsed, key: string, segments: readonly string[]): string[] | undefined {
+  const schema = documentSchema(doc);
+  if (!schema) return undefined;
+  const here = segments.map((s) => (/^\d+$/.test(s) ? '[]' : s)).join('/');
+  const elsewhere = (placesOf(schema).get(key) ?? []).filter((p) => p.join('/') !== here);
+  return elsewhere.length === 1 ? elsewhere[0] : undefined;
+}
+
+/**
+ * `; it belongs in spec: indent it under spec` for a field that the schema knows, but in another
+ * place: mostly a line indented too little (is_deactivated at column 1 after spec:).
+ */
+function placementHint(doc: Document.Parsed, key: string, segments: readonly string[]): string | undefined {
+  const place = rightPlace(doc, key, segments);
+  if (!place) return undefined;
+  const here = segments.map((s) => (/^\d+$/.test(s) ? '[]' : s));
+  const deeper = place.length > here.length && here.every((s, i) => place[i] === s);
+  if (!deeper) return `; it belongs in ${placeWords(place)}: move it there`;
+  const inner = place.slice(here.length).find((s) => s === '[]' || s === '*');
+  if (inner === '[]') return `; it belongs in ${placeWords(place)}: indent it to line up with the fields of that item`;
+  if (inner === '*') return `; it belongs in ${placeWords(place)}: indent it under the name of that entry`;
+  return `; it belongs in ${placeWords(place)}: indent it under ${place[here.length]!}`;
 }

@@ -54,7 +54,13 @@ export function parseYamlSource(file: string, rawText: string, maxBytes = MAX_FI
     const shown = dupes.length === errors.length ? dupes : [errors[0]!];
     return {
       file, text, lineCounter, documents: [],
-      issues: shown.map((e) => issueAt(file, lineCounter, clampToContent(text, e.pos[0]), '', syntaxMessage(e.code, e.message, text, e.pos[0]))),
+      issues: shown.map((e) => {
+        const over = INDENT_CODES.has(e.code) ? overIndented(text, e.pos[0]) : undefined;
+        if (over) return issueAt(file, lineCounter, over.offset, '', over.message);
+        // yaml puts a badly indented line's error at its column 1: point at where its text starts.
+        const offset = e.code === 'BAD_INDENT' ? e.pos[0] + (/^[ \t]*/.exec(text.slice(e.pos[0]))?.[0].length ?? 0) : e.pos[0];
+        return issueAt(file, lineCounter, clampToContent(text, offset), '', syntaxMessage(e.code, e.message, text, e.pos[0]));
+      }),
     };
   }
   const documents = all.filter((d) => d.contents !== null && !(isScalar(d.contents) && d.contents.value === null && d.contents.range[0] === d.contents.range[1]));
@@ -70,6 +76,66 @@ function clampToContent(text: string, offset: number): number {
   if (offset < end) return offset;
   const lineStart = text.lastIndexOf('\n', end - 1) + 1;
   return lineStart + (/^\s*/.exec(text.slice(lineStart))?.[0].length ?? 0);
+}
+
+/** The errors yaml gives for a line indented too far: it reports them at the line above (or at column 1). */
+const INDENT_CODES = new Set(['BLOCK_AS_IMPLICIT_KEY', 'MULTILINE_IMPLICIT_KEY', 'BAD_INDENT']);
+
+interface TextLine {
+  readonly start: number;
+  readonly text: string;
+}
+
+function lineAt(text: string, offset: number): TextLine {
+  const start = text.lastIndexOf('\n', offset - 1) + 1;
+  const end = text.indexOf('\n', start);
+  return { start, text: text.slice(start, end < 0 ? text.length : end).replace(/\r$/, '') };
+}
+
+function isContent(line: TextLine): boolean {
+  return !/^\s*(#.*)?$/.test(line.text);
+}
+
+/** The next (or previous) line with content, skipping blank lines and comments. */
+function neighbour(text: string, line: TextLine, step: 1 | -1): TextLine | undefined {
+  let at = line;
+  for (;;) {
+    const offset = step === 1 ? text.indexOf('\n', at.start) + 1 : at.start - 1;
+    if ((step === 1 && offset <= 0) || (step === -1 && offset < 0) || offset >= text.length) return undefined;
+    at = lineAt(text, offset);
+    if (isContent(at)) return at;
+  }
+}
+
+/** `    - name: x` → the key "name" and its column (0-based), when the line is `key: value`. */
+function keyWithValue(line: TextLine): { key: string; column: number } | undefined {
+  const m = /^(\s*(?:-\s+)*)([^\s#'"{[-][^:#]*?|"[^"]*"|'[^']*'):[ \t]+[^\s#]/.exec(line.text);
+  return m ? { key: m[2]!, column: m[1]!.length } : undefined;
+}
+
+/**
+ * A line indented further than the key-with-a-value above it. yaml reports that at the line
+ * above (the value it would extend) or at column 1; the user needs the line that moved.
+ */
+function overIndented(text: string, offset: number): { offset: number; message: string } | undefined {
+  const at = lineAt(text, offset);
+  // The error is on the key above (its value), on the over-indented line itself, or on a blank
+  // line between them.
+  const pairs = isContent(at)
+    ? [[at, neighbour(text, at, 1)], [neighbour(text, at, -1), at]] as const
+    : [[neighbour(text, at, -1), neighbour(text, at, 1)]] as const;
+  for (const [above, below] of pairs) {
+    if (!above || !below) continue;
+    const key = keyWithValue(above);
+    const indent = /^[ \t]*/.exec(below.text)![0].length;
+    if (!key || indent <= key.column) continue;
+    const line = text.slice(0, above.start).split('\n').length;
+    return {
+      offset: below.start + indent,
+      message: `YAML syntax error: this line is indented more than "${key.key}" on line ${line}, whose value is already given; line it up with "${key.key}" (or fix line ${line})`,
+    };
+  }
+  return undefined;
 }
 
 function syntaxMessage(code: string, message: string, text: string, offset: number): string {

@@ -43,6 +43,8 @@ export interface DesiredAction {
   readonly source: SourceLocation;
   readonly id: number;
   readonly phases: readonly PhaseSpec[];
+  /** Where each phase was written (same order as phases), when known: conflicts and appends point there. */
+  readonly phaseSources?: readonly SourceLocation[];
 }
 
 export type DesiredObject = DesiredFirmware | DesiredAction;

@@ -240,7 +240,7 @@ export interface Config {
   apiVersion: "dus-sync/v1";
   kind: "Config";
   /**
-   * The API's base URL; env DUS_BASE_URL overrides.
+   * The API's base URL, without /api/v1 (dus-sync adds it); env DUS_BASE_URL overrides.
    */
   base_url?: string;
   /**

@@ -46,4 +46,11 @@ describe('classifyNetworkError', () => {
   it('TLS failures are neither sent nor retried', () => {
     expect(classifyNetworkError(err('UNABLE_TO_VERIFY_LEAF_SIGNATURE'))).toMatchObject({ sent: false, retryable: false });
   });
+  it('a plain-http answer to the TLS hello is told apart from a certificate problem, by code or by message (EPROTO)', () => {
+    expect(classifyNetworkError(err('ERR_SSL_WRONG_VERSION_NUMBER'))).toMatchObject({ sent: false, retryable: false, plainHttp: true });
+    expect(classifyNetworkError(err('ERR_SSL_PACKET_LENGTH_TOO_LONG'))).toMatchObject({ plainHttp: true });
+    const eproto = Object.assign(new Error('write EPROTO 40E8:error:0A0000C6:SSL routines:tls_get_more_records:packet length too long'), { code: 'EPROTO' });
+    expect(classifyNetworkError(new Error('fetch failed', { cause: eproto }))).toMatchObject({ code: 'EPROTO', sent: false, plainHttp: true });
+    expect(classifyNetworkError(err('CERT_HAS_EXPIRED')).plainHttp).toBeUndefined();
+  });
 });

@@ -20,17 +20,24 @@ export const richDesired: DesiredState = desired(
   firmware({ version_number: '1.0.0', is_deactivated: false }, { file: 'tenants/acme/modem.yaml', line: 20 }),
   firmware({ version_number: '9.9.9', is_deactivated: true }, { file: 'tenants/acme/old.yaml', line: 3 }),
   firmware({ version_number: '5.0.0', is_deactivated: true }, { file: 'tenants/acme/wifi.yaml', line: 1 }),
-  action(
-    42,
-    [
-      phase('canary', { after_minutes: 60 }, { percent: 1 }),
-      phase('wave-1', { min_success_rate: 0.98 }, { percent: 10 }),
-      phase('wave-2', { min_success_rate: 0.98 }, { percent: 50 }),
-      phase('wave|3 <all> @team', { min_success_rate: 0.99 }, { percent: 100, note: 'ship `it`' }),
-    ],
-    { file: 'tenants/acme/actions.yaml', line: 1 },
-  ),
-  action(43, [phase('canary'), phase('wave-1', { min_success_rate: 0.9 })], { file: 'tenants/acme/actions.yaml', line: 30 }),
+  {
+    ...action(
+      42,
+      [
+        phase('canary', { after_minutes: 60 }, { percent: 1 }),
+        phase('wave-1', { min_success_rate: 0.98 }, { percent: 10 }),
+        phase('wave-2', { min_success_rate: 0.98 }, { percent: 50 }),
+        phase('wave|3 <all> @team', { min_success_rate: 0.99 }, { percent: 100, note: 'ship `it`' }),
+      ],
+      { file: 'tenants/acme/actions.yaml', line: 1 },
+    ),
+    // Each phase's own line: appends and conflicts point there, not at the document.
+    phaseSources: [8, 11, 14, 17].map((line) => ({ file: 'tenants/acme/actions.yaml', line, column: 7 })),
+  },
+  {
+    ...action(43, [phase('canary'), phase('wave-1', { min_success_rate: 0.9 })], { file: 'tenants/acme/actions.yaml', line: 30 }),
+    phaseSources: [37, 38].map((line) => ({ file: 'tenants/acme/actions.yaml', line, column: 7 })),
+  },
   action(44, [phase('canary')], { file: 'tenants/acme/actions.yaml', line: 40 }),
   firmware({ version_number: '7.1.0', is_deactivated: true }, { tenant: 'globex', file: 'tenants/globex/fw.yaml', line: 1 }),
   action(5, [phase('pilot'), phase('everyone', {}, { percent: 100 })], { tenant: 'globex', file: 'tenants/globex/a.yaml', line: 1 }),

@@ -302,6 +302,19 @@ const actionCases: Case[] = [
     },
   },
   {
+    name: 'appends and conflicts point at their phase\'s own line; past the YAML\'s list, at its last phase; without positions, at the document',
+    desired: desired({ ...action(42, [canary, wave1, wave2]), phaseSources: [3, 6, 9].map((line) => ({ file: 'a.yaml', line, column: 7 })) }),
+    live: live({ acme: { actions: [liveAction(42, [canary])] } }),
+    check: (p) => {
+      expect(phaseChanges(p).map((c) => c.source?.line)).toEqual([6, 9]);
+      const at = (d: DesiredState, l: LiveState) => plan(d, l).conflicts[0]?.source?.line;
+      const positioned = { ...action(42, [canary, wave1]), phaseSources: [3, 6].map((line) => ({ file: 'a.yaml', line, column: 7 })) };
+      expect(at(desired(positioned), live({ acme: { actions: [liveAction(42, [canary, wave2])] } }))).toBe(6);
+      expect(at(desired(positioned), live({ acme: { actions: [liveAction(42, [canary, wave1, wave2])] } }))).toBe(6);
+      expect(at(desired(action(42, [canary, wave1], { line: 20 })), live({ acme: { actions: [liveAction(42, [canary, wave2])] } }))).toBe(20);
+    },
+  },
+  {
     name: 'an action the API answered 404 for is an error',
     desired: desired(action(42, [canary])),
     live: live({ acme: { actions: [42] } }),

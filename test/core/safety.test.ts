@@ -32,6 +32,13 @@ describe('checkSafety', () => {
     ]);
   });
 
+  it('names a limit by where it was set: a flag, or the config setting and its place', () => {
+    expect(checkSafety(p, { maxChanges: 3, maxDeactivations: 2 }, { maxChanges: { name: '--max-changes' }, maxDeactivations: { name: 'safety.max_deactivations', at: 'dus-sync.yaml:7' } })).toEqual([
+      'the plan has 4 changes, more than --max-changes (3); review it and pass --allow-large',
+      'the plan deactivates 3 firmware records, more than safety.max_deactivations (2, set at dus-sync.yaml:7); review it and pass --allow-large',
+    ]);
+  });
+
   it('reports both limits, and a limit of 0 refuses any', () => {
     expect(checkSafety(p, { maxChanges: 0, maxDeactivations: 0 })).toHaveLength(2);
   });

@@ -217,7 +217,8 @@ describe('plan and apply against a flaky, paginating server', () => {
     const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan'], { env: env(emulator.url, wrong) });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/refused/);
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    // One sentence, after the progress line that says what it was doing.
+    expect(r.stderr.trim().split('\n')).toEqual(['reading the live state of tenant acme…', expect.stringMatching(/^error: .*refused/)]);
     expect(r.stdout + r.stderr).not.toContain(wrong);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });

@@ -66,13 +66,25 @@ describe('fast path', () => {
       tenant: fc.constantFrom('', '  tenant: acme\n', '  tenant: globex\n', '  tenant: nobody\n'),
       fields: fc.array(fc.tuple(key, scalar), { maxLength: 4 }),
       phases: fc.array(fc.tuple(scalar, fc.nat(100)), { maxLength: 3 }),
+      // Where each phase is written is found by a line scan on the fast path: every layout.
+      layout: fc.constantFrom('block', 'flow-item', 'compact', 'gaps', 'dash-alone', 'flow-list'),
       comment: fc.constantFrom('', '# note\n', '\n'),
-    }).map(({ kind, tenant, fields, phases, comment }) => {
+    }).map(({ kind, tenant, fields, phases, layout, comment }) => {
       const seen = new Set<string>();
       const identity = kind === 'Firmware' ? '  version_number: "9.9"\n' : '  id: 7\n';
       const spec = identity + fields.filter(([k]) => k !== 'version_number' && k !== 'id')
         .filter(([k]) => !seen.has(k) && seen.add(k)).map(([k, v]) => `  ${k}: ${v}\n`).join('');
-      const ph = kind === 'Action' ? `  phases:\n${phases.map(([n, m]) => `    - name: ${n}\n      trigger_on: { after_minutes: ${m} }\n`).join('')}` : '';
+      const item = ([n, m]: [string, number]): string => {
+        switch (layout) {
+          case 'flow-item': return `    - { name: ${n}, trigger_on: { after_minutes: ${m} } }\n`;
+          case 'compact': return `  - name: ${n}\n    trigger_on: { after_minutes: ${m} }\n`;
+          case 'gaps': return `\n    # phase\n    - name: ${n}\n\n      trigger_on:\n        after_minutes: ${m}\n`;
+          case 'dash-alone': return `    -\n      name: ${n}\n`;
+          default: return `    - name: ${n}\n      trigger_on: { after_minutes: ${m} }\n`;
+        }
+      };
+      const list = layout === 'flow-list' ? `  phases: [${phases.map(([n]) => `{ name: ${n} }`).join(', ')}]\n` : `  phases:\n${phases.map(item).join('')}`;
+      const ph = kind === 'Action' ? list : '';
       return `${comment}apiVersion: dus-sync/v1\nkind: ${kind}\nmetadata:\n${tenant || '  labels: { a: b }\n'}spec:\n${spec}${ph}`;
     });
     let taken = 0;

@@ -16,6 +16,9 @@ describe('did you mean', () => {
     expect(editDistance('kitten', 'sitting')).toBe(3);
     expect(editDistance('', 'abc')).toBe(0 + 3);
     expect(editDistance('same', 'same')).toBe(0);
+    // Two neighbours swapped is one slip, not two edits.
+    expect(editDistance('nmae', 'name')).toBe(1);
+    expect(editDistance('ca', 'abc')).toBe(3);
   });
   it('suggests the close name and nothing for a far one', () => {
     expect(didYouMean('is_deactivate', ['is_deactivated', 'uncompressed_size'])).toBe('is_deactivated');
@@ -112,6 +115,7 @@ describe('parseFile and assemble', () => {
     expect(desired.actions).toEqual([{
       kind: 'action', tenant: 'acme', labels: { team: 'radio' }, source: { file: 'a.yaml', line: 1, column: 1 }, id: 9,
       phases: [{ name: 'canary', trigger_on: {}, info: {} }, { name: 'wave', trigger_on: { after_minutes: 5 }, info: {} }],
+      phaseSources: [{ file: 'a.yaml', line: 7, column: 7 }, { file: 'a.yaml', line: 8, column: 7 }],
     }]);
   });
 

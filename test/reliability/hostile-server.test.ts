@@ -72,9 +72,9 @@ async function measured(emu: RunningEmulator, dir: string, args: string[], timeo
   return { ...r, seconds: (Date.now() - started) / 1000, peakRssMb: Number(readFileSync(rssFile, 'utf8')) / 1024 };
 }
 
-/** stderr is one line: the sentence. */
+/** stderr is one line: the sentence (after the progress line that says the live state is being read). */
 function sentence(r: RunResult): string {
-  const lines = r.stderr.trim().split('\n');
+  const lines = r.stderr.trim().split('\n').filter((l) => !/^(still )?reading the live state of /.test(l));
   expect(lines, r.stderr.slice(0, 2000)).toHaveLength(1);
   return lines[0]!;
 }

@@ -3,7 +3,7 @@ import type { ApplyReport, ChangeResult } from '../../model/index.js';
 import { compareStrings } from '../canonical.js';
 import { compareChanges } from '../order.js';
 import { painter, safeText, type Painter } from './ansi.js';
-import { describeChange } from './describe.js';
+import { describeChange, describeSource } from './describe.js';
 
 function resultLine(result: ChangeResult, paint: Painter): string {
   const what = safeText(describeChange(result.change));
@@ -11,8 +11,11 @@ function resultLine(result: ChangeResult, paint: Painter): string {
   switch (result.status) {
     case 'applied':
       return `  ${paint('green', '✓')} ${what}: applied`;
-    case 'failed':
-      return `  ${paint('red', '✗')} ${what}: failed${why}`;
+    case 'failed': {
+      // What failed is to be fixed in the YAML, or looked at there: say where it was written.
+      const source = describeSource(result.change);
+      return `  ${paint('red', '✗')} ${what}: failed${why}${source ? `\n      ${paint('dim', `at ${safeText(source)}`)}` : ''}`;
+    }
     case 'skipped':
       return `  ${paint('yellow', '-')} ${what}: skipped${why}`;
   }
