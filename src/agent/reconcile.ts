@@ -2,7 +2,9 @@
 //   load → validate → fetch → plan → (render) → safety → (stop on dry-run) → apply → verify.
 // Each step is a small function so the commands compose the same steps; nothing here diffs
 // while applying (the plan is built first, then acted on).
-import { dirname, join, relative, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { homedir } from 'node:os';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import type {
   ApiLimits, ApplyReport, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
 } from '../model/index.js';
@@ -113,10 +115,23 @@ export function enforceSafety(plan: Plan, config: ResolvedConfig, overrides: { m
 }
 
 /** Default journal: .dus-sync/journal.jsonl beside the config file (or in the resources folder). */
-export function journalPathFor(config: ResolvedConfig, flag?: string): string {
+/**
+ * Where the intent journal (and the apply lock and the history beside it) live: `--journal FILE`,
+ * else `DUS_SYNC_STATE_DIR/journal.jsonl`, else a folder of this config under
+ * `$XDG_STATE_HOME/dus-sync/` (`~/.local/state/dus-sync/`). Not in the repository: a checkout
+ * swapped by git-sync took the journal of the old revision with it (an append in doubt was then
+ * sent again), and a lock or journal committed to git wedged every run in CI. The folder is named
+ * by the config file's path as given (not resolved), so a swapped symbolic link keeps it.
+ */
+export function journalPathFor(config: ResolvedConfig, flag?: string, env: NodeJS.ProcessEnv = process.env): string {
   if (flag) return resolve(flag);
-  const base = config.file ? dirname(config.file) : config.dir;
-  return join(base, '.dus-sync', 'journal.jsonl');
+  const stateDir = env.DUS_SYNC_STATE_DIR?.trim();
+  if (stateDir) return join(resolve(stateDir), 'journal.jsonl');
+  const home = env.XDG_STATE_HOME?.trim() || join(homedir(), '.local', 'state');
+  const anchor = config.file ?? config.dir;
+  const name = basename(config.file ? dirname(config.file) : config.dir).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 40) || 'root';
+  const id = createHash('sha256').update(anchor).digest('hex').slice(0, 12);
+  return join(resolve(home), 'dus-sync', `${name}-${id}`, 'journal.jsonl');
 }
 
 export interface ApplyOptions {

@@ -1,8 +1,8 @@
 // `dus-sync init`: writes a first dus-sync.yaml, every section commented, in the working folder
-// (or --dir), and keeps the intent journal out of git. It asks nothing: what it cannot know
+// (or --dir). It asks nothing: what it cannot know
 // (the API's address, the tenants) comes from --base-url and --tenant, or stays a commented
 // example to fill in. It never replaces a config without --force.
-import { lstatSync, mkdirSync, readFileSync } from 'node:fs';
+import { lstatSync, mkdirSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { writeFileAtomic } from '../atomic-write.js';
@@ -12,12 +12,6 @@ import { validator } from '../load/schema-check.js';
 import type { GlobalOptions } from './context.js';
 
 const SCHEMA_URL = 'https://dus-sync.dev/schemas/v1/config.schema.json';
-const JOURNAL_FOLDER = '.dus-sync/';
-/** Lines of a .gitignore that already keep the journal's folder out of git, wherever it is. */
-const IGNORES_ANYWHERE = new Set(['.dus-sync', '.dus-sync/', '**/.dus-sync', '**/.dus-sync/']);
-/** Lines that do only at the top of the repository. */
-const IGNORES_AT_TOP = new Set(['/.dus-sync', '/.dus-sync/']);
-
 interface InitFlags {
   baseUrl?: string;
   force?: boolean;
@@ -113,48 +107,6 @@ export function configText(o: { readonly baseUrl?: string; readonly tenants: rea
   return lines.join('\n');
 }
 
-/** The top of the git work tree holding `folder` (a folder with .git), or undefined. */
-function gitTop(folder: string): string | undefined {
-  for (let dir = folder; ; dir = resolve(dir, '..')) {
-    try {
-      lstatSync(join(dir, '.git'));
-      return dir;
-    } catch {
-      if (resolve(dir, '..') === dir) return undefined;
-    }
-  }
-}
-
-/**
- * Adds .dus-sync/ (the intent journal and the apply lock: this machine's state, never
- * committed) to the .gitignore at the top of the repository, or beside the config outside
- * one. Idempotent. Returns what it did, in words.
- */
-function ignoreJournal(folder: string): string {
-  const top = gitTop(folder) ?? folder;
-  const path = join(top, '.gitignore');
-  let text = '';
-  let st: ReturnType<typeof lstatSync> | undefined;
-  try {
-    st = lstatSync(path);
-  } catch {
-    st = undefined;
-  }
-  if (st && !st.isFile()) {
-    return `${shown(path)} is not a regular file, so it was left alone: add the line ${JSON.stringify(JOURNAL_FOLDER)} to it yourself to keep the intent journal out of git`;
-  }
-  if (st) text = readFileSync(path, 'utf8');
-  const lines = text.split(/\r?\n/).map((l) => l.trim());
-  if (lines.some((l) => IGNORES_ANYWHERE.has(l) || (top === folder && IGNORES_AT_TOP.has(l)))) {
-    return `${shown(path)} already keeps ${JOURNAL_FOLDER} (the intent journal) out of git`;
-  }
-  const block = '# dus-sync\'s intent journal and apply lock: state of the machine that runs it, never committed\n.dus-sync/\n';
-  const joined = text === '' ? block : `${text}${text.endsWith('\n') ? '' : '\n'}\n${block}`;
-  writeFileAtomic(path, joined, { mode: st ? st.mode & 0o777 : 0o644 });
-  return st ? `added ${JOURNAL_FOLDER} to ${shown(path)} (the intent journal stays out of git)`
-    : `created ${shown(path)} with ${JOURNAL_FOLDER} (the intent journal stays out of git)`;
-}
-
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const opts = rawOpts as InitFlags;
   const folder = resolve(process.cwd(), globals.dir ?? '.');
@@ -178,7 +130,6 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   if (!validator('config')(parse(text))) throw new Error('init built a config that its own schema refuses; please report it');
   mkdirSync(folder, { recursive: true });
   writeFileAtomic(target, text, { mode: 0o644 });
-  const ignored = ignoreJournal(folder);
 
   const next = [
     ...(baseUrl === undefined ? ['set base_url in it (or DUS_BASE_URL) to the API\'s address'] : []),
@@ -186,6 +137,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     `export ${keyEnvFor(tenants[0] ?? 'acme')}=<its key>, then bring the live state into files: dus-sync export --tenant ${tenants[0] ?? 'NAME'} --out tenants/${tenants[0] ?? 'NAME'} --action ID`,
     'then: dus-sync validate, and dus-sync plan (it should show no changes)',
   ];
-  process.stdout.write(`Wrote ${shown(target)}${existing ? ' (replaced the one that was there)' : ''}; ${ignored}.\nNext:\n${next.map((l) => `  - ${l}\n`).join('')}`);
+  // The journal lives outside the repository (see journalPathFor): nothing to add to .gitignore.
+  process.stdout.write(`Wrote ${shown(target)}${existing ? ' (replaced the one that was there)' : ''}.\nNext:\n${next.map((l) => `  - ${l}\n`).join('')}`);
   return 0;
 }

@@ -130,7 +130,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--max-deactivations <n>', 'refuse a plan with more deactivations', count('--max-deactivations'))
     .option('--allow-large', 'accept a plan over the safety limits')
     .option('--fail-fast', 'stop starting new changes after the first failure')
-.option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
+.option('--journal <file>', 'the intent journal (default: DUS_SYNC_STATE_DIR/journal.jsonl, else a folder of this config under $XDG_STATE_HOME/dus-sync, ~/.local/state/dus-sync)')
     .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
     .addOption(new Option('--grace <duration>', 'on SIGINT or SIGTERM, how long writes in flight may take to finish before the report (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(10_000, '10s'))
     .addHelpText('after', '\nExamples:\n  $ dus-sync apply                    # asks on a TTY\n  $ dus-sync apply --auto-approve     # in CI\n  $ dus-sync apply plan.json          # exactly the saved plan, no prompt, refused if live moved')
@@ -143,7 +143,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--interval <duration>', 'override watch.interval (e.g. 30s, 5m; 1s to 24h)', duration('--interval', WATCH_INTERVAL_MS))
     .option('--concurrency <n>', `requests in flight at most, ${CONCURRENCY.min} to ${CONCURRENCY.max} (adapts down on 429)`, count('--concurrency', CONCURRENCY), 8)
     .addOption(new Option('--grace <duration>', 'on SIGTERM, how long the running pass may take to finish (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(20_000, '20s'))
-    .option('--journal <file>', 'the intent journal (default: .dus-sync/journal.jsonl beside the config)')
+    .option('--journal <file>', 'the intent journal (default: DUS_SYNC_STATE_DIR/journal.jsonl, else a folder of this config under $XDG_STATE_HOME/dus-sync, ~/.local/state/dus-sync)')
     .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
     .addHelpText('after', '\nExample:\n  $ dus-sync watch --listen 0.0.0.0:9090')
     .action(lazy(() => import('./watch.js')));

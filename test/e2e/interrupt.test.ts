@@ -28,7 +28,7 @@ function repo(): string {
 
 function start(dir: string, url: string, extra: string[] = []) {
   const child = spawn(process.execPath, [CLI, '--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', ...extra], {
-    env: { ...process.env, NO_COLOR: '1', DUS_BASE_URL: url, DUS_API_KEY_ACME: KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1', DUS_BASE_URL: url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -66,7 +66,7 @@ describe('apply interrupted by a signal', () => {
     expect(readFileSync(join(dir, '.dus-sync', 'journal.jsonl'), 'utf8')).toBe('');
 
     em.faults.latencyMs = 0;
-    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY } });
+    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
     expect(again.code, again.stderr).toBe(0);
     expect(names()).toEqual(NAMES);
     expect(em.stats.byRoute[APPEND]).toBe(NAMES.length - 1);
@@ -88,7 +88,7 @@ describe('apply interrupted by a signal', () => {
     // Let the append in flight land, then a new run settles it from the journal: nothing twice.
     await new Promise((res) => setTimeout(res, 1600));
     em.faults.latencyMs = 0;
-    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--settle-window', '1s'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY } });
+    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--settle-window', '1s'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
     expect(again.code, again.stderr).toBe(0);
     expect(names()).toEqual(NAMES);
     expect(new Set(names()).size).toBe(NAMES.length);

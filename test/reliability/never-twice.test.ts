@@ -3,7 +3,7 @@
 // re-sent in the same run nor before reads have shown it absent for the settle window, every
 // answer must be the object asked for, and a duplicate that another runner causes is a loud
 // failure. One test per way the promise broke before (issue "Never twice, never stale").
-import { mkdirSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -74,8 +74,11 @@ function repo(files: Record<string, string>): string {
 const names = (em: RunningEmulator, id: number) => em.store.getAction('acme', id)!.phases.map((p) => p.name);
 const appends = (em: RunningEmulator) => em.stats.byRoute[APPEND] ?? 0;
 
+/** The state (journal, lock) of each repository in its .dus-sync folder, where the lock tests plant files. */
+const stateOf = (dir: string) => ({ DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') });
+
 function apply(dir: string, url: string, extra: string[] = []): Promise<RunResult> {
-  return runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', ...extra], { env: { DUS_BASE_URL: url, DUS_API_KEY_ACME: KEY }, timeoutMs: 60_000 });
+  return runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', ...extra], { env: { DUS_BASE_URL: url, DUS_API_KEY_ACME: KEY, ...stateOf(dir) }, timeoutMs: 60_000 });
 }
 
 /** Applies until exit 0 (at most `max` runs, `pause` ms apart), as an operator or a CI retry would. */
@@ -165,7 +168,7 @@ describe('2. watch and apply on one host', () => {
       }
     } });
     open.push(proxy);
-    const watch = spawnCli(['--config', `${dir}/dus-sync.yaml`, 'watch', '--interval', '1h'], { DUS_BASE_URL: proxy.url, DUS_API_KEY_ACME: KEY });
+    const watch = spawnCli(['--config', `${dir}/dus-sync.yaml`, 'watch', '--interval', '1h'], { DUS_BASE_URL: proxy.url, DUS_API_KEY_ACME: KEY, ...stateOf(dir) });
     open.push({ close: async () => { watch.child.kill('SIGKILL'); await watch.done; } });
     await applyDone;
     // The pass goes on after the hold; wait for its summary line.
@@ -191,7 +194,7 @@ describe('3. a 2xx is final, even when reads lag behind', () => {
   it('watch against the same server: three phases, three appends', async () => {
     const em = await emulator(seed(), { readLagMs: 2000 });
     const dir = repo({ 'action.yaml': actionDoc(100, [0, 1, 2, 3].map(P)) });
-    const watch = spawnCli(['--config', `${dir}/dus-sync.yaml`, 'watch', '--interval', '1h'], { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY });
+    const watch = spawnCli(['--config', `${dir}/dus-sync.yaml`, 'watch', '--interval', '1h'], { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, ...stateOf(dir) });
     open.push({ close: async () => { watch.child.kill('SIGKILL'); await watch.done; } });
     for (let t = 0; names(em, 100).length < 4 && t < 400; t++) await new Promise((r) => setTimeout(r, 100));
     // Give the agent time to (wrongly) append again before looking.
@@ -310,9 +313,175 @@ describe('8. the lock survives crashes and containers', () => {
     const em = await emulator(seed());
     const dir = repo({ 'action.yaml': actionDoc(100, [0, 1].map(P)) });
     plant(dir, JSON.stringify({ token: 'pod', pid: 1, host: 'dus-sync-old-pod', started: '2026-01-01T00:00:00Z' }), 300);
-    const watch = spawnCli(['--config', `${dir}/dus-sync.yaml`, 'watch', '--interval', '1h'], { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY });
+    const watch = spawnCli(['--config', `${dir}/dus-sync.yaml`, 'watch', '--interval', '1h'], { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, ...stateOf(dir) });
     open.push({ close: async () => { watch.child.kill('SIGKILL'); await watch.done; } });
     for (let t = 0; names(em, 100).length < 2 && t < 200; t++) await new Promise((r) => setTimeout(r, 100));
     expect(names(em, 100), watch.stderr()).toEqual(['p0', 'p1']);
+  });
+});
+
+// ---------------------------------------------------------------- the second tester's cases
+
+/** A proxy of our own on 127.0.0.1: `answer` may answer a request itself, or return undefined to forward it. */
+async function proxy(target: string, answer: (method: string, path: string, n: number, headers: Record<string, string>) => Promise<{ status: number; body: unknown } | undefined> | { status: number; body: unknown } | undefined): Promise<string> {
+  const { createServer } = await import('node:http');
+  const counts = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const path = (req.url ?? '/').split('?')[0]!;
+      const key = `${req.method} ${path}`;
+      const n = (counts.get(key) ?? 0) + 1;
+      counts.set(key, n);
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
+      void Promise.resolve(answer(req.method ?? 'GET', path, n, headers)).then(async (own) => {
+        if (own) {
+          const text = JSON.stringify(own.body);
+          res.writeHead(own.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+          res.end(text);
+          return;
+        }
+        const r = await fetch(`${target}${req.url ?? '/'}`, { method: req.method, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
+        const body = Buffer.from(await r.arrayBuffer());
+        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json', 'content-length': body.length });
+        res.end(body);
+      }).catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  open.push({ close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) });
+  const { port } = server.address() as { port: number };
+  return `http://127.0.0.1:${port}`;
+}
+
+describe('9. what a second tester broke, each sent once and never reverted', () => {
+  it('a PUT answered 503 after someone else changed a field is not retried with the old body: the firmware is stale', async () => {
+    const em = await emulator(seed());
+    const url = await proxy(em.url, (method, path, n) => {
+      if (method !== 'PUT' || n > 1) return undefined;
+      em.store.updateFirmware('acme', '1.0.0', { uncompressed_size: 777 });
+      return { status: 503, body: { detail: 'Service temporarily unavailable.' } };
+    });
+    const dir = repo({ 'fw.yaml': FIRMWARE });
+    const r = await apply(dir, url);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/firmware 1\.0\.0 changed since the plan was made \(uncompressed_size 10 → 777\)/);
+    const fw = em.store.firmwaresByVersion('acme', '1.0.0')[0]!;
+    expect([fw.uncompressed_size, fw.is_deactivated]).toEqual([777, false]);
+    expect(em.stats.byRoute['PUT /firmwares/{version-number}'] ?? 0).toBe(0);
+  });
+
+  it('a journal whose last line was torn (no newline): the next intent is not swallowed, so a run later settles it instead of sending it again', async () => {
+    const em = await emulator(seed(), { lateCommitMs: 1500 });
+    const dir = repo({ 'action.yaml': actionDoc(100, [0, 1].map(P)) });
+    mkdirSync(join(dir, '.dus-sync'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(dir, '.dus-sync', 'journal.jsonl'), '{"type":"intent","id":"torn","ten', { mode: 0o600 });
+    const runs = await applyUntilDone(dir, em.url, ['--settle-window', '3s'], 4);
+    expect(runs.at(-1)!.code, transcript(runs)).toBe(0);
+    await new Promise((r) => setTimeout(r, 1700));
+    expect(names(em, 100)).toEqual(['p0', 'p1']);
+    expect(appends(em)).toBe(1);
+  }, 60_000);
+
+  it('a 404 while a run settles an append in doubt is "absent" through the settle window, not "the action is gone"', async () => {
+    const em = await emulator(seed(), { lateCommitMs: 1500 });
+    const dir = repo({ 'action.yaml': actionDoc(100, [0, 1].map(P)) });
+    const first = await apply(dir, em.url, ['--settle-window', '3s']);
+    expect(first.code).toBe(1);
+    // The second run's first read of the action (the one that settles) gets a passing 404.
+    const url = await proxy(em.url, (method, path, n) => (method === 'GET' && path === '/api/v1/actions/100' && n === 1 ? { status: 404, body: { detail: 'Not found.' } } : undefined));
+    const second = await apply(dir, url, ['--settle-window', '3s']);
+    await new Promise((r) => setTimeout(r, 1700));
+    expect(names(em, 100), second.stdout + second.stderr).toEqual(['p0', 'p1']);
+    expect(appends(em)).toBe(1);
+  }, 60_000);
+
+  it('a server that stores an append and answers 400 is read back: the phase counts as applied and is not sent again', async () => {
+    const em = await emulator(seed(), { hostile: { mode: 'huge', routes: ['append'], status: 400, bytes: 1024 } });
+    const dir = repo({ 'action.yaml': actionDoc(100, [0, 1, 2].map(P)) });
+    const runs = await applyUntilDone(dir, em.url, [], 3);
+    expect(names(em, 100)).toEqual(['p0', 'p1', 'p2']);
+    expect(appends(em), transcript(runs)).toBe(2);
+    expect(runs[0]!.stdout + runs[0]!.stderr).toMatch(/answered 400 but a read shows the phase stored/);
+  });
+
+  it('reads that go backwards within a run (a lagging replica behind a balancer): a failure, not a silent skip', async () => {
+    const em = await emulator(seed([{ id: 100, phases: [P(0), P(1)] }]));
+    const stale = em.store.getAction('acme', 100)!;
+    stale.phases = stale.phases.slice(0, 1);
+    stale.phases_triggered = stale.phases_triggered.slice(0, 1);
+    // The plan's read sees the primary ([p0, p1]); the read before the append sees the replica ([p0]).
+    const url = await proxy(em.url, (method, path, n) => (method === 'GET' && path === '/api/v1/actions/100' && n >= 2 ? { status: 200, body: stale } : undefined));
+    const dir = repo({ 'action.yaml': actionDoc(100, [0, 1, 2].map(P)) });
+    const r = await apply(dir, url);
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/reads go backwards/);
+    expect(appends(em)).toBe(0);
+  });
+
+  it('reads that go backwards across runs: a phase dus-sync saw stored is not appended again when a later read lacks it', async () => {
+    const em = await emulator(seed());
+    const before = em.store.getAction('acme', 100)!;
+    let lagging = false;
+    // One API address for both runs (what dus-sync remembers is per API); the second run's reads come from a replica that lags.
+    const url = await proxy(em.url, (method, path) => (lagging && method === 'GET' && path === '/api/v1/actions/100' ? { status: 200, body: before } : undefined));
+    const dir = repo({ 'action.yaml': actionDoc(100, [0, 1].map(P)) });
+    expect((await apply(dir, url)).code).toBe(0);
+    expect(appends(em)).toBe(1);
+    lagging = true;
+    const r = await apply(dir, url);
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/a read showed it stored at .*reads go backwards/);
+    expect(appends(em)).toBe(1);
+    expect(names(em, 100)).toEqual(['p0', 'p1']);
+  });
+
+  it('a cache that answers another tenant\'s action 42 for this tenant\'s: an error for that action, whatever answered first', async () => {
+    const s = seed([{ id: 42, phases: [P(0), P(1)] }, { id: 43, phases: [P(0)] }]) as unknown as { tenants: Record<string, unknown> };
+    s.tenants.initech = { api_key: 'initech-key-77aa', actions: [{ id: 42, status: 'pending', phases: [P(0)] }] };
+    const em = await emulator(s as unknown as Seed);
+    const url = await proxy(em.url, async (method, path, _n, headers) => {
+      if (method !== 'GET' || path !== '/api/v1/actions/42') return undefined;
+      const r = await fetch(`${em.url}${path}`, { headers: { ...headers, 'x-service-api-key': 'initech-key-77aa', 'x-service-tenant': 'initech' } });
+      return { status: r.status, body: await r.json() };
+    });
+    const dir = repo({ 'action.yaml': actionDoc(42, [0, 1, 2].map(P)) + '---\n' + actionDoc(43, [0, 1].map(P)) });
+    const r = await apply(dir, url);
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/action 42.*tenant_id "initech", not "acme"/s);
+    expect(names(em, 42)).toEqual(['p0', 'p1']);
+    expect(names(em, 43)).toEqual(['p0', 'p1']);
+  });
+
+  it('the journal lives outside the repository: a git-sync style swap of the checkout keeps an append in doubt, which is settled, not sent again', async () => {
+    const em = await emulator(seed(), { lateCommitMs: 1500 });
+    const root = writeTree({ 'rev1/dus-sync.yaml': CONFIG, 'rev1/action.yaml': actionDoc(100, [0, 1].map(P)), 'rev2/dus-sync.yaml': CONFIG, 'rev2/action.yaml': actionDoc(100, [0, 1].map(P)) });
+    symlinkSync('rev1', join(root, 'current'));
+    const env = { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY };
+    const args = ['--config', `${root}/current/dus-sync.yaml`, 'apply', '--auto-approve', '--settle-window', '3s'];
+    const first = await runCli(args, { env });
+    expect(first.code).toBe(1);
+    expect(existsSync(join(root, 'rev1', '.dus-sync'))).toBe(false);
+    // git-sync swaps the link to the next revision.
+    symlinkSync('rev2', join(root, 'next'));
+    renameSync(join(root, 'next'), join(root, 'current'));
+    const second = await runCli(args, { env });
+    await new Promise((r) => setTimeout(r, 1700));
+    expect(second.stderr).toMatch(/in doubt since/);
+    expect(names(em, 100)).toEqual(['p0', 'p1']);
+    expect(appends(em)).toBe(1);
+  }, 60_000);
+
+  it('a lock or journal committed to the repository is not dus-sync\'s: apply is not wedged by it', async () => {
+    const em = await emulator(seed());
+    const dir = repo({
+      'action.yaml': actionDoc(100, [0, 1].map(P)),
+      '.dus-sync/apply.lock': JSON.stringify({ token: 'committed', pid: 1, host: 'someones-laptop', started: '2026-01-01T00:00:00Z' }),
+      '.dus-sync/journal.jsonl': `${JSON.stringify({ type: 'intent', id: 'c1', tenant: 'acme', action_id: 100, index: 1, name: 'p1', digest: 'x', at: '2026-01-01T00:00:00Z' })}\n`,
+    });
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(names(em, 100)).toEqual(['p0', 'p1']);
   });
 });

@@ -4,7 +4,8 @@
 // numbers stay inside one path segment; the journal is owner-only; two applies on one machine
 // do not interleave; nothing is written on invalid input.
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -485,20 +486,25 @@ describe('the journal and the lock', () => {
   it('the journal is created 0600 in a 0700 folder even under umask 000, and an existing loose one is tightened', async () => {
     const em = await emulator(seed());
     const dir = repo(em.url);
+    // The default place: a folder of this config under $XDG_STATE_HOME/dus-sync (set for the tests).
+    const state = mkdtempSync(join(tmpdir(), 'dus-sec-state-'));
     const r = await new Promise<number | null>((resolve) => {
       const child = spawn('sh', ['-c', `umask 000 && exec "${process.execPath}" "${CLI}" --config "${dir}/dus-sync.yaml" apply --auto-approve`], {
-        env: { ...process.env, DUS_API_KEY_ACME: KEY, NO_COLOR: '1' }, stdio: 'ignore',
+        env: { ...process.env, DUS_API_KEY_ACME: KEY, NO_COLOR: '1', XDG_STATE_HOME: state }, stdio: 'ignore',
       });
       child.on('close', resolve);
     });
     expect(r).toBe(0);
-    const journal = join(dir, '.dus-sync', 'journal.jsonl');
+    const [folder] = readdirSync(join(state, 'dus-sync'));
+    expect(folder).toMatch(/^dus-sync-e2e-\w+-[0-9a-f]{12}$/);
+    const journal = join(state, 'dus-sync', folder!, 'journal.jsonl');
+    expect(existsSync(join(dir, '.dus-sync'))).toBe(false);
     expect(statSync(journal).mode & 0o777).toBe(0o600);
-    expect(statSync(join(dir, '.dus-sync')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(state, 'dus-sync', folder!)).mode & 0o777).toBe(0o700);
     expect(readFileSync(journal, 'utf8')).toBe('');
 
     chmodSync(journal, 0o644);
-    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_API_KEY_ACME: KEY } });
+    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_API_KEY_ACME: KEY, XDG_STATE_HOME: state } });
     expect(again.code, again.stderr).toBe(0);
     expect(statSync(journal).mode & 0o777).toBe(0o600);
   });
@@ -507,7 +513,7 @@ describe('the journal and the lock', () => {
     const names = ['canary', ...Array.from({ length: 8 }, (_, i) => `wave-${i}`)];
     const em = await emulator(seed(), { faults: { latencyMs: 150 } });
     const dir = repo(em.url, { 'tenants/action.yaml': ACTION(names) });
-    const env = { DUS_API_KEY_ACME: KEY };
+    const env = { DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') };
     const args = ['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'];
     const first = spawnCli(args, env);
     // Wait until the first is writing, so it surely holds the lock.
@@ -575,7 +581,7 @@ describe('the journal and the lock', () => {
     const dir = repo(em.url);
     mkdirSync(join(dir, '.dus-sync'), { recursive: true });
     writeFileSync(join(dir, '.dus-sync', 'journal.jsonl'), `${JSON.stringify({ type: 'intent', id: 'x1', tenant: 'globex', action_id: 7, index: 1, name: 'w1', digest: 'abc', at: '2020-01-01T00:00:00Z' })}\n`, { mode: 0o600 });
-    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_API_KEY_ACME: KEY } });
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/in doubt .*--tenant globex/);
     expect(r.stderr).not.toMatch(STACK);
