@@ -32,6 +32,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends tini \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
+# The intent journal, the apply lock and the history of appends: a volume, never the config
+# mount (which is read-only, and swapped by git-sync).
+ENV DUS_SYNC_STATE_DIR=/var/lib/dus-sync
 WORKDIR /app
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
@@ -42,9 +45,8 @@ RUN ln -s /app/dist/cli.js /usr/local/bin/dus-sync \
  && chown node:node /var/lib/dus-sync
 # The image's own `node` user (uid 1000): never root.
 USER node
-# Mount the config repository here (dus-sync.yaml at its top). The intent journal defaults to
-# /config/.dus-sync/; with a read-only mount, pass --journal /var/lib/dus-sync/journal.jsonl and
-# give that folder a volume so that in-doubt appends survive a restart.
+# Mount the config repository here (dus-sync.yaml at its top), read-only if you like. Give
+# /var/lib/dus-sync (DUS_SYNC_STATE_DIR) a volume so that appends in doubt survive a restart.
 WORKDIR /config
 EXPOSE 9090
 # slim images have no curl: Node's fetch does the probe. It assumes the default --listen port.
