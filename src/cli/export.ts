@@ -55,7 +55,9 @@ const sameExport = (existing: string, text: string): boolean => existing.replace
  * What is at a file's path now: nothing, the same content, or other content. Only plain files
  * inside the folder are read; a link or anything odd is left to the write, which refuses it.
  */
-async function existingState(realRoot: string, f: ExportedFile): Promise<'absent' | 'same' | 'differs'> {
+type FileState = 'absent' | 'same' | 'differs';
+
+async function existingState(realRoot: string, f: ExportedFile): Promise<FileState> {
   const target = resolve(realRoot, f.path);
   if (f.path.includes('\0') || isAbsolute(f.path) || !inside(realRoot, target)) return 'absent';
   const parent = await realpath(dirname(target)).catch(() => undefined);
@@ -91,6 +93,9 @@ export async function writeExport(outDir: string, files: readonly ExportedFile[]
   const written: string[] = [];
   const unchanged: string[] = [];
   const overwritten: string[] = [];
+  // Every target is checked (and its folder made) before the first file is written: a folder
+  // that is a dangling link used to stop the export half-way, some files written, in a raw error.
+  const targets: { file: ExportedFile; target: string; state: FileState }[] = [];
   for (const [i, f] of files.entries()) {
     if (states[i] === 'same') {
       unchanged.push(f.path);
@@ -100,21 +105,26 @@ export async function writeExport(outDir: string, files: readonly ExportedFile[]
     if (f.path.includes('\0') || isAbsolute(f.path) || !inside(realRoot, target)) {
       throw new UserError(`refusing to write ${JSON.stringify(f.path)}: it is outside ${outDir}`);
     }
-    await mkdir(dirname(target), { recursive: true });
+    await mkdir(dirname(target), { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+      throw new UserError(`cannot make the folder of ${f.path} in ${outDir} (${err.code ?? err.message}; a dangling symbolic link?); nothing was written`);
+    });
     const parent = await realpath(dirname(target));
     if (parent !== realRoot && !inside(realRoot, parent)) {
-      throw new UserError(`refusing to write ${f.path}: its folder leads outside ${outDir} (a symbolic link?)`);
+      throw new UserError(`refusing to write ${f.path}: its folder leads outside ${outDir} (a symbolic link?); nothing was written`);
     }
     const existing = await lstat(target).catch(() => undefined);
     if (existing?.isSymbolicLink()) {
       const to = await readlink(target).catch(() => '?');
-      throw new UserError(`refusing to write ${f.path} in ${outDir}: it is a symbolic link (to ${JSON.stringify(to)}) and export never writes through one; remove the link and export again`);
+      throw new UserError(`refusing to write ${f.path} in ${outDir}: it is a symbolic link (to ${JSON.stringify(to)}) and export never writes through one; remove the link and export again; nothing was written`);
     }
     if (existing && !existing.isFile()) {
-      throw new UserError(`refusing to write ${f.path} in ${outDir}: something that is not a plain file is there`);
+      throw new UserError(`refusing to write ${f.path} in ${outDir}: something that is not a plain file is there; nothing was written`);
     }
-    writeFileAtomic(target, f.text, { mode: 0o644 });
-    (states[i] === 'differs' ? overwritten : written).push(f.path);
+    targets.push({ file: f, target, state: states[i]! });
+  }
+  for (const { file, target, state } of targets) {
+    writeFileAtomic(target, file.text, { mode: 0o644 });
+    (state === 'differs' ? overwritten : written).push(file.path);
   }
   return { written, unchanged, overwritten };
 }

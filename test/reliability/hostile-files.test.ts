@@ -390,9 +390,18 @@ describe.skipIf(!POSIX)('links planted where plan --out, export and the emulator
     symlinkSync(v.path, targets[0]!);
     const refused = await cli(['export', '--out', out, '--action', '7'], { cwd: dir, env: { DUS_API_KEY_ACME: KEY } });
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain(`error: refusing to write firmwares/modem.yaml in ${out}: it is a symbolic link (to ${JSON.stringify(v.path)}) and export never writes through one; remove the link and export again\n`);
+    expect(refused.stderr).toContain(`error: refusing to write firmwares/modem.yaml in ${out}: it is a symbolic link (to ${JSON.stringify(v.path)}) and export never writes through one; remove the link and export again; nothing was written\n`);
     expect(refused.stderr).not.toMatch(STACK);
     v.unchanged();
+
+    // A folder that is a dangling link: refused before any file is written, in one sentence.
+    rmSync(out, { recursive: true, force: true });
+    mkdirSync(out);
+    symlinkSync(join(dir, 'nowhere'), join(out, 'actions'));
+    const dangling = await cli(['export', '--out', out, '--action', '7'], { cwd: dir, env: { DUS_API_KEY_ACME: KEY } });
+    expect(dangling.code).toBe(1);
+    expect(dangling.stderr).toMatch(/error: cannot make the folder of actions\/7\.yaml in .*\(ENOENT; a dangling symbolic link\?\); nothing was written\n$/);
+    expect(existsSync(join(out, 'firmwares'))).toBe(false);
   });
 
   it('the emulator\'s --data: a link at the temp name is never written through; the state file is owner-only', async () => {
