@@ -3,11 +3,10 @@
 // does not show it, the API's reads went backwards (a replica lagging behind a load balancer),
 // and planning from that read would append the phase again. The executor refuses such an append.
 // Best effort: the journal guards appends in doubt; this guards appends already settled.
-import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { rename, unlink, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { appendAll, openPrivateFile, readWhole } from './private-dir.js';
+import { appendAll, openPrivateFile, readWhole, replacePrivateFile } from './private-dir.js';
 
 /** How long an appended phase is remembered. */
 export const HISTORY_RETAIN_MS = 24 * 3_600_000;
@@ -66,20 +65,7 @@ export class AppendHistory {
   async compact(): Promise<void> {
     const since = Date.now() - HISTORY_RETAIN_MS;
     const keep = [...this.entries.values()].filter((a) => Date.parse(a.at) >= since);
-    const tmp = join(dirname(this.path), `.appended.jsonl.${randomUUID()}.tmp`);
-    const out = await openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 'the history of appends');
-    try {
-      await appendAll(out, keep.map((a) => JSON.stringify(a) + '\n').join(''));
-      await out.sync();
-    } finally {
-      await out.close();
-    }
-    try {
-      await rename(tmp, this.path);
-    } catch (err) {
-      await unlink(tmp).catch(() => undefined);
-      throw err;
-    }
+    await replacePrivateFile(this.path, keep.map((a) => JSON.stringify(a) + '\n').join(''), 'the history of appends');
     await this.handle.close();
     this.handle = await openPrivateFile(this.path, OPEN_FLAGS, 'the history of appends');
   }

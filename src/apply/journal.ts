@@ -14,14 +14,14 @@
 // action that still has one.
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { lstat, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { lstat, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Action, Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { redact } from '../redact.js';
 import { SETTLE_WINDOW_MS } from '../limits.js';
 import { phaseDigest } from './digest.js';
-import { appendAll, ensurePrivateDir, openPrivateFile, readWhole } from './private-dir.js';
+import { appendAll, ensurePrivateDir, openPrivateFile, readWhole, replacePrivateFile } from './private-dir.js';
 import { AppendHistory } from './history.js';
 
 export interface Intent {
@@ -155,20 +155,7 @@ export class Journal {
     await this.enqueue(async (h) => {
       const keep = openOf(this.lines).flatMap(linesOf);
       const text = keep.map((l) => JSON.stringify(l) + '\n').join('');
-      const tmp = join(dirname(this.path), `.${basename(this.path)}.${randomUUID()}.tmp`);
-      const out = await openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 'the journal');
-      try {
-        await appendAll(out, text);
-        await out.sync();
-      } finally {
-        await out.close();
-      }
-      try {
-        await rename(tmp, this.path);
-      } catch (err) {
-        await unlink(tmp).catch(() => undefined);
-        throw err;
-      }
+      await replacePrivateFile(this.path, text, 'the journal');
       await h.close();
       this.handle = await openPrivateFile(this.path, OPEN_FLAGS, 'the journal');
       this.lines.splice(0, this.lines.length, ...keep);

@@ -2,7 +2,9 @@
 // file is opened in it. A pull request can add `.dus-sync` to the repository as a symbolic link,
 // and a shared folder (/tmp) lets others plant files: both are refused rather than followed.
 import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { chmod, lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { UserError } from '../errors.js';
 
 /** Creates the folder 0700, or checks an existing one: a real folder, ours, not shared; a loose mode is tightened. */
@@ -80,4 +82,26 @@ export async function readWhole(handle: FileHandle, maxBytes = Number.MAX_SAFE_I
     off += bytesRead;
   }
   return buf.subarray(0, off).toString('utf8');
+}
+
+/**
+ * Replaces a private file with `text` whole: written to an exclusive, randomly named temp file
+ * in the same folder, fsync'd, then renamed over it (a crash leaves the old file or the new one,
+ * never half of either; a link planted at a temp name is never written through).
+ */
+export async function replacePrivateFile(path: string, text: string, what: string): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomUUID()}.tmp`);
+  const out = await openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, what);
+  try {
+    await appendAll(out, text);
+    await out.sync();
+  } finally {
+    await out.close();
+  }
+  try {
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
 }

@@ -1,10 +1,10 @@
 // Finding the config as git finds its root (--config, DUS_CONFIG, then upwards from the folder
 // the command is about, ending at the top of a git work tree), --dir as the resources folder,
 // and kind: Config never read as a desired-state document. Through the built CLI.
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { runCli, writeTree } from '../e2e/helpers.js';
+import { describe, expect, it } from 'vitest';
+import { runCli, treesRemovedAfterAll } from '../e2e/helpers.js';
 
 const CONFIG = `apiVersion: dus-sync/v1
 kind: Config
@@ -33,13 +33,7 @@ const REPO = {
 const CLEAN = { DUS_CONFIG: undefined, DUS_TENANT: undefined, DUS_BASE_URL: undefined, DUS_API_KEY: undefined };
 const run = (args: string[], cwd: string, env: Record<string, string | undefined> = {}) => runCli(args, { cwd, env: { ...CLEAN, ...env } });
 
-const made: string[] = [];
-function tree(files: Record<string, string>): string {
-  const dir = writeTree(files);
-  made.push(dir);
-  return dir;
-}
-afterAll(() => { for (const d of made) rmSync(d, { recursive: true, force: true }); });
+const tree = treesRemovedAfterAll();
 
 describe('finding dus-sync.yaml', () => {
   it('searches upwards from the working folder, and reads the whole repository from a subfolder', async () => {

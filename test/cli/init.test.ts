@@ -1,19 +1,13 @@
 // `dus-sync init`: a first dus-sync.yaml that every other command accepts, never over an existing
 // one without --force, and the journal kept out of git. Through the built CLI.
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { afterAll, describe, expect, it } from 'vitest';
-import { runCli, writeTree } from '../e2e/helpers.js';
+import { describe, expect, it } from 'vitest';
+import { runCli, treesRemovedAfterAll } from '../e2e/helpers.js';
 
 const ENV = { DUS_CONFIG: undefined, DUS_TENANT: undefined, DUS_BASE_URL: undefined, DUS_API_KEY: undefined };
-const made: string[] = [];
-function tree(files: Record<string, string>): string {
-  const dir = writeTree(files);
-  made.push(dir);
-  return dir;
-}
-afterAll(() => { for (const d of made) rmSync(d, { recursive: true, force: true }); });
+const tree = treesRemovedAfterAll();
 const run = (args: string[], cwd: string) => runCli(args, { cwd, env: ENV });
 const FIRMWARE = 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec: { version_number: "1.0" }\n';
 

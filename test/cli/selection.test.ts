@@ -3,12 +3,12 @@
 // not ready and keeps running. Through the built CLI; no request is ever sent for these errors
 // (the config's base_url is a closed port).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
 import { waitFor } from '../agent/helpers.js';
-import { CLI, runCli, writeTree } from '../e2e/helpers.js';
+import { CLI, runCli, treesRemovedAfterAll } from '../e2e/helpers.js';
 
 const CONFIG = `apiVersion: dus-sync/v1
 kind: Config
@@ -33,13 +33,7 @@ const REPO = {
 };
 
 const ENV = { DUS_CONFIG: undefined, DUS_TENANT: undefined, DUS_BASE_URL: undefined, DUS_API_KEY: undefined, DUS_API_KEY_ACME: 'k-acme', DUS_API_KEY_GLOBEX: 'k-globex' };
-const made: string[] = [];
-function tree(files: Record<string, string>): string {
-  const dir = writeTree(files);
-  made.push(dir);
-  return dir;
-}
-afterAll(() => { for (const d of made) rmSync(d, { recursive: true, force: true }); });
+const tree = treesRemovedAfterAll();
 const run = (args: string[], cwd: string, env: Record<string, string | undefined> = {}) => runCli(args, { cwd, env: { ...ENV, ...env } });
 
 const COMMANDS: string[][] = [['validate'], ['plan'], ['plan', '--detailed-exitcode'], ['apply', '--auto-approve'], ['status']];

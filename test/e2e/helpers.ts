@@ -1,6 +1,7 @@
 // Shared by the end-to-end tests: run the built CLI as a user would, against the emulator.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { afterAll } from 'vitest';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -32,4 +33,18 @@ export function writeTree(files: Record<string, string>): string {
     writeFileSync(join(dir, path), text);
   }
   return dir;
+}
+
+/**
+ * writeTree for a test file that removes its folders when it ends: `const tree = treesRemovedAfterAll();`
+ * at the top of the file (it registers the afterAll hook there).
+ */
+export function treesRemovedAfterAll(): (files: Record<string, string>) => string {
+  const made: string[] = [];
+  afterAll(() => { for (const d of made) rmSync(d, { recursive: true, force: true }); });
+  return (files) => {
+    const dir = writeTree(files);
+    made.push(dir);
+    return dir;
+  };
 }
