@@ -22,7 +22,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 describe('the packed package, production dependencies only', () => {
   it('installs without dev dependencies and runs watch: ready, metrics, exit 0 on SIGTERM', async () => {
     const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
-    await run(NPM, ['pack', '--pack-destination', work], { cwd: ROOT, env: npmEnv });
+    await run(NPM, ['pack', '--ignore-scripts', '--pack-destination', work], { cwd: ROOT, env: npmEnv });
     const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!;
     // As the image's build stage does: the package's files plus the lockfile, `npm ci --omit=dev`.
     // The lockfile pins what `npm ci` already fetched, so npm's cache serves it; --prefer-offline

@@ -13,6 +13,9 @@ const workflows = readdirSync(GITHUB_DIR).filter((f) => /\.ya?ml$/.test(f)).sort
 const read = (path: string) => readFileSync(join(REPO, path), 'utf8');
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const wf = (name: string) => parse(read(`examples/ci/github/${name}`)) as Obj;
+/** "command args" of every step of a workflow that uses the action. */
+const runs = (name: string) => (Object.values(wf(name).jobs) as Obj[]).flatMap((j) => (j.steps as Obj[])
+  .filter((s) => String(s.uses ?? '').startsWith('OWNER/dus-sync@')).map((s) => `${s.with.command} ${s.with.args ?? ''}`.trim()));
 
 describe('GitHub workflows', () => {
   it('are the four examples', () => {
@@ -32,7 +35,7 @@ describe('GitHub workflows', () => {
   it('validate: every pull request, errors as annotations', () => {
     const w = wf('validate.yml');
     expect(Object.keys(w.on)).toEqual(['pull_request']);
-    expect(read('examples/ci/github/validate.yml')).toContain('validate --format github');
+    expect(runs('validate.yml')).toEqual(['validate --format github']);
   });
 
   it('plan: one sticky comment, with a keyless diff fallback for forks', () => {
@@ -45,8 +48,8 @@ describe('GitHub workflows', () => {
     const comment = steps.find((s) => String(s.uses).startsWith('actions/github-script'));
     expect(comment?.with.script).toContain('<!-- dus-sync-plan -->');
     expect(comment?.with.script).toContain('updateComment');
-    expect(text).toContain('plan --format markdown --detailed-exitcode');
-    expect(text).toContain('diff --base "origin/${BASE_REF}" --format markdown');
+    expect(runs('plan.yml')).toEqual(['plan --format markdown --detailed-exitcode', 'diff --base origin/${{ github.base_ref }} --format markdown']);
+    expect(text).toContain('steps.plan.outputs.output-file || steps.diff.outputs.output-file');
     // The base ref reaches the shell through the environment, never pasted into the script.
     expect(steps.every((s) => !String(s.run ?? '').includes('${{'))).toBe(true);
   });
@@ -55,7 +58,7 @@ describe('GitHub workflows', () => {
     const w = wf('apply.yml');
     expect(w.on.push.branches).toEqual(['main']);
     expect(w.concurrency).toEqual({ group: 'dus-sync-apply', 'cancel-in-progress': false });
-    expect(read('examples/ci/github/apply.yml')).toContain('apply --auto-approve');
+    expect(runs('apply.yml')).toEqual(['validate --format github', 'apply --auto-approve']);
   });
 
   it('drift: nightly, --detailed-exitcode, drift opens or updates an issue', () => {
@@ -63,8 +66,8 @@ describe('GitHub workflows', () => {
     expect(w.on.schedule[0].cron).toMatch(/^\d+ \d+ \* \* \*$/);
     expect(w.permissions.issues).toBe('write');
     const text = read('examples/ci/github/drift.yml');
-    expect(text).toContain('plan --detailed-exitcode');
-    expect(text).toContain("steps.plan.outputs.exitcode == '2'");
+    expect(runs('drift.yml')).toEqual(['plan --detailed-exitcode --format markdown']);
+    expect(text).toContain("steps.plan.outputs.exit-code == '2'");
     expect(text).toContain('issues.create');
   });
 });
@@ -103,19 +106,25 @@ describe('action.yml', () => {
     expect(a.name).toBe('dus-sync');
     expect(typeof a.description).toBe('string');
     expect(a.inputs.command.required).toBe(true);
-    for (const k of ['args', 'version', 'node-version']) expect(typeof a.inputs[k].default).toBe('string');
+    for (const k of ['args', 'node-version', 'working-directory', 'fail-on-changes']) expect(typeof a.inputs[k].default).toBe('string');
+    // No version input: the ref in `uses:` is the version, built from the action's checkout.
+    expect(a.inputs.version).toBeUndefined();
     expect(Object.keys(a.outputs)).toEqual(['exit-code', 'output-file']);
     expect(a.runs.using).toBe('composite');
     expect(a.runs.steps[0].uses).toMatch(/^actions\/setup-node@v\d+$/);
     expect(a.runs.steps[0].with['node-version']).toBe('${{ inputs.node-version }}');
   });
 
-  it('runs npx dus-sync@version with the inputs passed through the environment', () => {
-    const step = a.runs.steps[1] as Obj;
+  it('builds its own checkout and runs that CLI with the inputs passed through the environment', () => {
+    const build = a.runs.steps[1] as Obj;
+    expect(build['working-directory']).toBe('${{ github.action_path }}');
+    expect(build.run).toContain('npm ci --ignore-scripts');
+    const step = a.runs.steps[2] as Obj;
     expect(step.shell).toBe('bash');
-    expect(step.run).toContain('npx --yes "dus-sync@${INPUT_VERSION}" "${INPUT_COMMAND}" "${extra[@]}"');
-    expect(step.run).not.toContain('${{');
+    expect(step.run).toContain('node "${DUS_SYNC_CLI}" "${INPUT_COMMAND}" "${extra[@]}"');
+    for (const s of a.runs.steps as Obj[]) expect(String(s.run ?? '')).not.toContain('${{');
     expect(step.env.INPUT_ARGS).toBe('${{ inputs.args }}');
+    expect(read('action.yml')).not.toMatch(/npx/);
   });
 });
 
@@ -124,20 +133,39 @@ describe('every dus-sync command line in the examples', () => {
   beforeAll(async () => { cli = await buildCli(); });
   afterAll(() => cli?.cleanup());
 
-  it('names a command and flags the CLI has', () => {
-    const texts = [...workflows.map((f) => read(`examples/ci/github/${f}`)), read('examples/ci/gitlab-ci.yml')];
+  it('names a command and flags the CLI has, and never runs dus-sync from the registry by name', () => {
     const uses = new Map<string, Set<string>>();
-    for (const t of texts) {
-      for (const m of t.matchAll(/dus-sync@\$\{DUS_SYNC_VERSION\}" (\w+)([^\n>]*)/g)) {
-        const flags = uses.get(m[1]!) ?? new Set<string>();
-        for (const f of m[2]!.matchAll(/--[a-z-]+/g)) flags.add(f[0]);
-        uses.set(m[1]!, flags);
+    const add = (command: string, args: string) => {
+      const flags = uses.get(command) ?? new Set<string>();
+      for (const f of args.matchAll(/--[a-z-]+/g)) flags.add(f[0]);
+      uses.set(command, flags);
+    };
+    for (const f of workflows) {
+      const text = read(`examples/ci/github/${f}`);
+      expect(text, f).not.toMatch(/npx|dus-sync@\$/);
+      for (const job of Object.values(wf(f).jobs) as Obj[]) {
+        for (const s of job.steps as Obj[]) {
+          if (!String(s.uses ?? '').startsWith('OWNER/dus-sync@')) continue;
+          add(s.with.command, String(s.with.args ?? ''));
+        }
       }
     }
+    const gitlab = read('examples/ci/gitlab-ci.yml');
+    expect(gitlab).not.toMatch(/npx/);
+    for (const m of gitlab.matchAll(/^\s*(?:- )?dus-sync (\w+)([^\n>]*)/gm)) add(m[1]!, m[2]!);
     expect([...uses.keys()].sort()).toEqual(['apply', 'diff', 'plan', 'validate']);
     for (const [command, flags] of uses) {
       const help = spawnSync(process.execPath, [cli.cli, command, '--help'], { encoding: 'utf8' }).stdout;
       for (const f of flags) expect(help, `${command} ${f}`).toContain(f);
     }
+  });
+
+  it('pin the action to a ref, and GitLab to a git reference built by prepare', () => {
+    for (const f of workflows) {
+      for (const m of read(`examples/ci/github/${f}`).matchAll(/uses: OWNER\/dus-sync@(\S+)/g)) expect(m[1]).toMatch(/^v\d+\.\d+\.\d+$|^[0-9a-f]{40}$/);
+    }
+    const g = parse(read('examples/ci/gitlab-ci.yml')) as Obj;
+    expect(g.default.before_script.join('\n')).toContain('npm pack --silent --pack-destination /tmp "git+https://github.com/OWNER/dus-sync.git#${DUS_SYNC_REF}"');
+    expect(g.variables.DUS_SYNC_REF).toMatch(/^v\d+\.\d+\.\d+$/);
   });
 });
