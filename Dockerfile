@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # dus-sync as a container: `docker run IMAGE plan` is `dus-sync plan`; the default command is
-# the agent (`watch`) serving /healthz, /readyz and /metrics on port 9090.
+# the agent (`watch`) serving /healthz, /readyz and /metrics on DUS_SYNC_LISTEN (0.0.0.0:9090).
 #
 # The base is pinned to a Node 24 LTS minor line on Debian bookworm (slim): patch releases
 # (security fixes) still arrive on rebuild, a new minor does not. For byte-for-byte reproducible
@@ -28,8 +28,9 @@ FROM ${NODE_IMAGE} AS runtime
 # tini as PID 1 forwards SIGTERM/SIGINT to dus-sync and reaps children (`diff` runs git).
 # `watch` handles the signals itself (graceful stop, exit 0); one-off commands such as `apply`
 # would otherwise ignore SIGTERM as PID 1 and be killed after the stop timeout.
+# git: `diff --base` reads the base side from git objects, and plans record the revision.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends tini \
+ && apt-get install -y --no-install-recommends tini git ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 # The intent journal, the apply lock and the history of appends: a volume, never the config
@@ -48,9 +49,14 @@ USER node
 # Mount the config repository here (dus-sync.yaml at its top), read-only if you like. Give
 # /var/lib/dus-sync (DUS_SYNC_STATE_DIR) a volume so that appends in doubt survive a restart.
 WORKDIR /config
+# Where `watch` serves its probes and metrics (the default of --listen). Change the port here,
+# e.g. `docker run -e DUS_SYNC_LISTEN=0.0.0.0:8080`, and the HEALTHCHECK follows it.
+ENV DUS_SYNC_LISTEN=0.0.0.0:9090
 EXPOSE 9090
-# slim images have no curl: Node's fetch does the probe. It assumes the default --listen port.
+# slim images have no curl: Node's fetch does the probe, on the port of DUS_SYNC_LISTEN (an
+# address of 0.0.0.0 or :: is probed on the loopback). A one-off command's container has no
+# server to probe; give it --no-healthcheck.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "const l = process.env.DUS_SYNC_LISTEN || '0.0.0.0:9090'; const i = l.lastIndexOf(':'); let h = l.slice(0, i).replace(/^\\[|\\]$/g, ''); if (h === '' || h === '0.0.0.0' || h === '::') h = '127.0.0.1'; if (h.includes(':')) h = '[' + h + ']'; fetch('http://' + h + ':' + l.slice(i + 1) + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "-g", "--", "dus-sync"]
-CMD ["watch", "--listen", "0.0.0.0:9090"]
+CMD ["watch"]

@@ -35,8 +35,8 @@ export class ApiError extends Error {
       /** The body as the API gave it ({detail} or field → messages), already redacted. */
       readonly detail?: unknown;
       readonly endpoint?: string;
-      /** For non-idempotent writes: 'not-sent' when the write certainly did not happen, 'unknown' otherwise. */
-      readonly outcome?: 'not-sent' | 'unknown';
+      /** For non-idempotent writes: 'not-sent' when the write certainly did not happen, 'refused' for a 4xx answer (the server says it did not), 'unknown' otherwise. */
+      readonly outcome?: 'not-sent' | 'refused' | 'unknown';
       /** The answer was another object than the one asked for (id or tenant): not trusted. */
       readonly wrongObject?: boolean;
       /** The server's Retry-After in milliseconds, when it sent one. */

@@ -14,13 +14,14 @@ import { checkSelection } from '../load/selection.js';
 import { readApiKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
+import { parseBaseUrl } from '../api/url.js';
 import { fetchLive } from '../api/fetch-live.js';
 import { plan as computePlan } from '../core/plan.js';
 import { checkSafety, type LimitSource } from '../core/safety.js';
 import { settingLocation } from '../load/config-source.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import { executePlan } from '../apply/executor.js';
-import { DEFAULT_SETTLE_MS, Journal, settleJournal, type Settled } from '../apply/journal.js';
+import { DEFAULT_SETTLE_MS, Journal, monotonicMs, otherJournalsInDoubt, settleJournal, type Settled } from '../apply/journal.js';
 import { acquireLock, type ApplyLock } from '../apply/lock.js';
 import { touchedObjects, verifyApplied } from '../apply/verify.js';
 
@@ -114,22 +115,35 @@ export function enforceSafety(plan: Plan, config: ResolvedConfig, overrides: { m
   throw new UnsafePlanError(`${violations.join('; ')}. Nothing was written.`);
 }
 
-/** Default journal: .dus-sync/journal.jsonl beside the config file (or in the resources folder). */
 /**
  * Where the intent journal (and the apply lock and the history beside it) live: `--journal FILE`,
- * else `DUS_SYNC_STATE_DIR/journal.jsonl`, else a folder of this config under
+ * else `DUS_SYNC_STATE_DIR/journal.jsonl`, else a folder of the API it writes to under
  * `$XDG_STATE_HOME/dus-sync/` (`~/.local/state/dus-sync/`). Not in the repository: a checkout
  * swapped by git-sync took the journal of the old revision with it (an append in doubt was then
- * sent again), and a lock or journal committed to git wedged every run in CI. The folder is named
- * by the config file's path as given (not resolved), so a swapped symbolic link keeps it.
+ * sent again), and a lock or journal committed to git wedged every run in CI. Named by the API
+ * (its normalized base URL), not by the config's path: the lock and the journal guard writes to
+ * a service, and every checkout, link or spelling of a path that writes to one service must meet
+ * the same lock and journal (a folder per config path let `-c link/dus-sync.yaml` and `cd link`
+ * hold two locks and append twice).
  */
 export function journalPathFor(config: ResolvedConfig, flag?: string, env: NodeJS.ProcessEnv = process.env): string {
   if (flag) return resolve(flag);
   const stateDir = env.DUS_SYNC_STATE_DIR?.trim();
   if (stateDir) return join(resolve(stateDir), 'journal.jsonl');
   const home = env.XDG_STATE_HOME?.trim() || join(homedir(), '.local', 'state');
-  const anchor = config.file ?? config.dir;
-  const name = basename(config.file ? dirname(config.file) : config.dir).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 40) || 'root';
+  let api: string | undefined;
+  let host = '';
+  try {
+    if (config.baseUrl) {
+      const base = parseBaseUrl(config.baseUrl, true);
+      api = `${base.origin}${base.prefix}`;
+      host = base.host;
+    }
+  } catch {
+    api = undefined; // connect() says what is wrong with it
+  }
+  const anchor = api ?? config.file ?? config.dir;
+  const name = (api ? host : basename(config.file ? dirname(config.file) : config.dir)).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 40) || 'root';
   const id = createHash('sha256').update(anchor).digest('hex').slice(0, 12);
   return join(resolve(home), 'dus-sync', `${name}-${id}`, 'journal.jsonl');
 }
@@ -165,6 +179,11 @@ export async function withApplyLock<T>(
   const lock = await acquireLock(dirname(opts.journalPath), { log: opts.log });
   let journal: Journal | undefined;
   try {
+    const others = await otherJournalsInDoubt(opts.journalPath);
+    if (others.length > 0) {
+      const list = others.map((o) => `${o.path} (${o.open < 0 ? 'unreadable' : `${o.open} append(s) in doubt`})`).join(', ');
+      throw new UserError(`the state folder ${dirname(opts.journalPath)} also holds ${list}: one folder has one lock, so it must have one journal; run with --journal ${others[0]!.path} to settle it first, or give this journal a folder of its own`);
+    }
     journal = await Journal.open(opts.journalPath, client.api);
     const settled = await settleJournal(journal, client, opts.log, {
       tenants: new Set(opts.tenants), clock: opts.clock, settleMs: opts.settleMs ?? DEFAULT_SETTLE_MS, signal: opts.signal,
@@ -228,6 +247,7 @@ async function verify(plan: Plan, report: ApplyReport, live: LiveState, client: 
 
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: monotonicMs,
   sleep: (ms, signal) => new Promise<void>((resolvePromise, reject) => {
     if (signal?.aborted) { reject(signal.reason as Error); return; }
     const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolvePromise(); }, ms);

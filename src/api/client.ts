@@ -389,7 +389,7 @@ async function execute(ctx: Context, tenant: string, key: string, limiter: AimdL
     throw 'reply' in result
       ? httpError({
         tenant, endpoint: endpointOf(call), status: result.reply.status, bodyText: result.reply.text, retryable, attempts: attempt + 1,
-        ...(call.idempotent ? {} : { outcome: result.reply.status < 500 && result.reply.status !== 408 ? 'not-sent' : 'unknown' }),
+        ...(call.idempotent ? {} : { outcome: result.reply.status < 500 && result.reply.status !== 408 ? 'refused' : 'unknown' }),
         ...retryAfterOf(ctx, result.reply),
       })
       : networkError(ctx, tenant, call, result.failure, attempt + 1);

@@ -16,7 +16,7 @@ export interface HttpFailure {
   readonly status: number;
   readonly bodyText: string;
   readonly retryable: boolean;
-  readonly outcome?: 'not-sent' | 'unknown';
+  readonly outcome?: 'not-sent' | 'refused' | 'unknown';
   readonly attempts: number;
   /** The server's Retry-After, in milliseconds, for a caller that retries by itself. */
   readonly retryAfterMs?: number;

@@ -20,7 +20,9 @@ export interface TenantClient {
   putFirmware(versionNumber: string, body: FirmwareUpdate, signal?: AbortSignal, opts?: { readonly once?: boolean }): Promise<void>;
   /**
    * POST append_phase, never retried. On failure throws ApiError whose details.outcome says
-   * 'not-sent' (certainly not applied) or 'unknown' (read the action back to decide).
+   * 'not-sent' (certainly not applied), 'refused' (a 4xx: the server says not applied, which a
+   * server that stored it and answered 400 anyway makes a claim, not a proof) or 'unknown'
+   * (read the action back to decide).
    */
   appendPhase(actionId: number, phase: PhaseSpec, signal?: AbortSignal): Promise<Action>;
 }

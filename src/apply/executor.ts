@@ -69,6 +69,8 @@ interface Outcome {
   readonly diverged?: string;
   /** Stop the rest of this chain (later phases of the action), with this reason. */
   readonly stopChain?: string;
+  /** The lock was taken over: no further write of this run may be sent. */
+  readonly lockLost?: string;
 }
 
 interface Run {
@@ -122,6 +124,7 @@ async function runChain(chain: Chain, run: Run): Promise<void> {
       outcome = await applyChange(change, run, prepared ?? NO_CHAIN).catch((err: unknown) => ({ status: 'failed' as const, message: sentence(err) }));
     }
     if (outcome.diverged !== undefined) run.diverged.push(outcome.diverged);
+    if (outcome.lockLost !== undefined) run.lockLost ??= outcome.lockLost;
     if (stop === undefined) {
       if (outcome.stopChain !== undefined) stop = outcome.stopChain;
       else if (outcome.status === 'failed') stop = `skipped because ${describe(change)} did not apply`;
@@ -165,6 +168,20 @@ async function applyChange(change: Change, run: Run, chain: PreparedChain): Prom
     case 'firmware': return applyFirmware(change, run.deps);
     case 'phase': return applyPhase(change, run.deps, chain);
     default: return assertNever(change);
+  }
+}
+
+/**
+ * The lock, checked again after the fresh read and just before the send (nothing is awaited in
+ * between): a run stopped (SIGSTOP, a frozen VM, a held answer) while another took the lock over
+ * and settled its intent must not send what it decided on before.
+ */
+async function stillHeld(deps: ExecutorDeps): Promise<string | undefined> {
+  try {
+    await deps.assertLockHeld?.();
+    return undefined;
+  } catch (err) {
+    return sentence(err);
   }
 }
 
@@ -216,6 +233,8 @@ async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Out
       const detail = drift.map((f) => `${f} ${clip(fieldText(baseline, f), 100)} → ${clip(fieldText(now, f), 100)}`).join(', ');
       return { status: 'failed', message: `firmware ${c.key} changed since the plan was made (${detail}); it was not written, so nothing it does not manage is overwritten: plan again` };
     }
+    const lost = await stillHeld(deps);
+    if (lost !== undefined) return { status: 'failed', message: lost, lockLost: lost };
     try {
       // Not given the abort signal: a write that has started is let to finish.
       await tc.putFirmware(c.key, c.body, undefined, { once: true });
@@ -344,6 +363,11 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedCha
       const why = `action ${c.action_id} ${departure(live, expected)}`;
       return { status: 'failed', message: `${why}; nothing was appended: fix the action or the YAML, then plan again`, stopChain: `skipped because action ${c.action_id} is in conflict` };
     }
+    const lost = await stillHeld(deps);
+    if (lost !== undefined) {
+      await deps.journal.recordOutcome(intent.id, 'not-applied');
+      return { status: 'failed', message: lost, lockLost: lost, stopChain: `skipped because ${lost}` };
+    }
     let answer: Action;
     sends = send;
     try {
@@ -355,8 +379,11 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedCha
         return { status: 'applied', message: `the API accepted it (${(err as ApiError).status}) but its answer could not be used: ${sentence(err)}` };
       }
       if (certainlyNotApplied(err)) {
-        // A 4xx says "not done"; one read makes sure a server that stored it and said 400 anyway
-        // does not get it again from the next run.
+        // A 4xx says "not done"; a read makes sure a server that stored it and said 400 anyway
+        // does not get it again. Only refusals made before the request is processed (not sent,
+        // 401, 403, 429) are certain; after any other 4xx the append stays in doubt: its reads
+        // may lag, so it is never sent again in this run, and a later run sends it only after
+        // reads have shown it absent for the settle window.
         if (err instanceof ApiError && err.status !== undefined && err.status !== 429) {
           const check = await readWithRetry(() => tc.getAction(c.action_id), deps).catch(() => null);
           const shown = check?.phases[k];
@@ -364,6 +391,15 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedCha
             await deps.journal.recordOutcome(intent.id, 'applied');
             const after = afterAnswer(c, check, expected);
             return { ...after, message: `the API answered ${err.status} but a read shows the phase stored${after.message ? `; ${after.message}` : ''}` };
+          }
+          if (!refusedBeforeProcessing(err)) {
+            if (check) await deps.journal.recordAbsent(intent.id, deps.clock.now());
+            const settle = Math.round((deps.settleMs ?? 30_000) / 1000);
+            return {
+              status: 'failed',
+              message: `the API refused the append: ${sentence(err)}; it is not sent again in this run, and a later run sends it only after reads have shown it absent for ${settle} s (a server may store an append and still answer ${err.status})`,
+              stopChain: `skipped because the API refused phase ${k}`,
+            };
           }
         }
         await deps.journal.recordOutcome(intent.id, 'not-applied');
@@ -432,6 +468,11 @@ async function unknownOutcome(c: PhaseChange, err: unknown, intentId: string, ex
     message: `the outcome of the append is unknown (${sentence(err)}) and reads do not show it; it is not sent again in this run: a later run sends it only after reads have shown it absent for ${settle} s (the settle window)`,
     stopChain: stop,
   };
+}
+
+/** 401, 403 and 429 come from checks made before a request is processed (keys, rate limits). */
+function refusedBeforeProcessing(err: ApiError): boolean {
+  return err.details.outcome === 'not-sent' || err.status === 401 || err.status === 403 || err.status === 429;
 }
 
 /** A failed write the API certainly did not perform: the client says so, or the server answered 4xx. */

@@ -8,6 +8,9 @@ import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { appendAll, openPrivateFile, readWhole, replacePrivateFile } from './private-dir.js';
 
+/** The history of appends seen stored, beside the journal. */
+export const HISTORY_FILE = 'appended.jsonl';
+
 /** How long an appended phase is remembered. */
 export const HISTORY_RETAIN_MS = 24 * 3_600_000;
 const MAX_HISTORY_BYTES = 64 * 1024 * 1024;
@@ -32,7 +35,7 @@ export class AppendHistory {
 
   /** The history beside a journal file. */
   static async openBeside(journalPath: string, api?: string): Promise<AppendHistory> {
-    const path = join(dirname(journalPath), 'appended.jsonl');
+    const path = join(dirname(journalPath), HISTORY_FILE);
     const handle = await openPrivateFile(path, OPEN_FLAGS, 'the history of appends');
     try {
       const text = await readWhole(handle, MAX_HISTORY_BYTES, `the history of appends ${path}`);

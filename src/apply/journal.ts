@@ -13,16 +13,16 @@
 // Every run settles the open intents of its tenants before it plans, and appends nothing to an
 // action that still has one.
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { constants, readFileSync } from 'node:fs';
+import { lstat, open as openFile, readdir, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { Action, Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { redact } from '../redact.js';
 import { SETTLE_WINDOW_MS } from '../limits.js';
 import { phaseDigest } from './digest.js';
 import { appendAll, ensurePrivateDir, openPrivateFile, readWhole, replacePrivateFile } from './private-dir.js';
-import { AppendHistory } from './history.js';
+import { AppendHistory, HISTORY_FILE } from './history.js';
 
 export interface Intent {
   id: string;
@@ -38,6 +38,9 @@ export interface Intent {
    * reading this one would be reading the wrong service. Absent in journals of older versions.
    */
   api?: string;
+  /** The boot and CLOCK_MONOTONIC (ms) when it was written: elapsed time that a wall-clock step cannot shorten. */
+  boot?: string;
+  mono?: number;
 }
 
 export type Outcome = 'applied' | 'not-applied' | 'acknowledged';
@@ -47,13 +50,16 @@ export interface OpenIntent extends Intent {
   readonly state: 'pending' | 'acknowledged';
   /** When a read first showed the phase absent (ms since the epoch). */
   readonly absentSince?: number;
+  /** The same moment on the monotonic clock of boot `absentBoot` (ms). */
+  readonly absentMono?: number;
+  readonly absentBoot?: string;
   readonly acknowledgedAt?: string;
 }
 
 type Line =
   | ({ type: 'intent' } & Intent)
   | { type: 'outcome'; id: string; outcome: Outcome; at: string }
-  | { type: 'absent'; id: string; at: string };
+  | { type: 'absent'; id: string; at: string; boot?: string; mono?: number };
 
 const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
 /** The journal holds only what is in doubt; past this it is not a journal of ours (or something is badly wrong). */
@@ -111,6 +117,7 @@ export class Journal {
     const intent: Intent = {
       id: randomUUID(), tenant: i.tenant, action_id: i.action_id, index: i.index,
       name: i.name, digest: i.digest, at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}),
+      ...stamp(),
     };
     await this.append({ type: 'intent', ...intent });
     return intent;
@@ -130,7 +137,7 @@ export class Journal {
   }
 
   async recordAbsent(id: string, at: number): Promise<void> {
-    await this.append({ type: 'absent', id, at: new Date(at).toISOString() });
+    await this.append({ type: 'absent', id, at: new Date(at).toISOString(), ...stamp() });
   }
 
   /** Marks as applied every acknowledged intent that this fresh read of its action shows at its index. */
@@ -241,6 +248,39 @@ export class Journal {
   }
 }
 
+/**
+ * Other journals in the folder of `path` that hold appends in doubt. The lock is the folder's,
+ * so a second journal there (`--journal state/ci.jsonl` beside `state/journal.jsonl`) would pass
+ * the lock without seeing the first one's intents: such a folder is refused until they are
+ * settled through their own journal.
+ */
+export async function otherJournalsInDoubt(path: string): Promise<{ path: string; open: number }[]> {
+  const dir = dirname(path);
+  const own = basename(path);
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const out: { path: string; open: number }[] = [];
+  for (const name of names.sort()) {
+    if (name === own || name === HISTORY_FILE || !name.endsWith('.jsonl')) continue;
+    const other = join(dir, name);
+    let handle: FileHandle;
+    try {
+      handle = await openFile(other, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch {
+      continue; // a link or something unreadable: not a journal of ours
+    }
+    try {
+      if (!(await handle.stat()).isFile()) continue;
+      const n = openOf(parseLines(await readWhole(handle, MAX_JOURNAL_BYTES, `the journal ${other}`))).length;
+      if (n > 0) out.push({ path: other, open: n });
+    } catch {
+      out.push({ path: other, open: -1 });
+    } finally {
+      await handle.close();
+    }
+  }
+  return out;
+}
+
 /** Whether a read of the action shows this intent's phase at its index. */
 export function shownAt(action: Action, i: Pick<Intent, 'index' | 'digest'>): boolean {
   const p = action.phases[i.index];
@@ -248,17 +288,20 @@ export function shownAt(action: Action, i: Pick<Intent, 'index' | 'digest'>): bo
 }
 
 function linesOf(i: OpenIntent): Line[] {
-  const { state, absentSince, acknowledgedAt, ...intent } = i;
+  const { state, absentSince, absentMono, absentBoot, acknowledgedAt, ...intent } = i;
   return [
     { type: 'intent', ...intent },
     ...(state === 'acknowledged' ? [{ type: 'outcome' as const, id: i.id, outcome: 'acknowledged' as const, at: acknowledgedAt ?? i.at }] : []),
-    ...(absentSince !== undefined ? [{ type: 'absent' as const, id: i.id, at: new Date(absentSince).toISOString() }] : []),
+    ...(absentSince !== undefined ? [{
+      type: 'absent' as const, id: i.id, at: new Date(absentSince).toISOString(),
+      ...(absentBoot !== undefined && absentMono !== undefined ? { boot: absentBoot, mono: absentMono } : {}),
+    }] : []),
   ];
 }
 
 function openOf(lines: readonly Line[]): OpenIntent[] {
   const last = new Map<string, { outcome: Outcome; at: string }>();
-  const absent = new Map<string, number>();
+  const absent = new Map<string, { t: number; boot?: string; mono?: number }>();
   for (const l of lines) {
     if (l.type === 'outcome') {
       // A final outcome is never undone by a later acknowledgement line.
@@ -267,7 +310,9 @@ function openOf(lines: readonly Line[]): OpenIntent[] {
       last.set(l.id, { outcome: l.outcome, at: l.at });
     } else if (l.type === 'absent' && !absent.has(l.id)) {
       const t = Date.parse(l.at);
-      if (Number.isFinite(t)) absent.set(l.id, t);
+      if (Number.isFinite(t)) {
+        absent.set(l.id, { t, ...(typeof l.boot === 'string' && typeof l.mono === 'number' && Number.isFinite(l.mono) ? { boot: l.boot, mono: l.mono } : {}) });
+      }
     }
   }
   const out: OpenIntent[] = [];
@@ -281,7 +326,8 @@ function openOf(lines: readonly Line[]): OpenIntent[] {
       ...intent,
       state: o?.outcome === 'acknowledged' ? 'acknowledged' : 'pending',
       ...(o?.outcome === 'acknowledged' ? { acknowledgedAt: o.at } : {}),
-      ...(since !== undefined ? { absentSince: since } : {}),
+      ...(since !== undefined ? { absentSince: since.t } : {}),
+      ...(since?.boot !== undefined && since.mono !== undefined ? { absentBoot: since.boot, absentMono: since.mono } : {}),
     });
   }
   return out;
@@ -309,6 +355,35 @@ function isLine(v: unknown): v is Line {
   if (o.type === 'absent') return typeof o.id === 'string' && typeof o.at === 'string';
   return o.type === 'intent' && typeof o.id === 'string' && typeof o.tenant === 'string'
     && typeof o.action_id === 'number' && typeof o.index === 'number' && typeof o.digest === 'string';
+}
+
+/** This boot's id (Linux), so that monotonic readings are compared only within one boot. */
+const BOOT_ID: string | undefined = (() => {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** CLOCK_MONOTONIC in ms: shared by every process of one boot, and never stepped like the wall clock. */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
+}
+
+function stamp(): { boot?: string; mono?: number } {
+  return BOOT_ID === undefined ? {} : { boot: BOOT_ID, mono: monotonicMs() };
+}
+
+/**
+ * How long ago a stamped moment was: on the monotonic clock when it was stamped in this boot
+ * (a wall clock stepped forward must not end a settle window early), else on the wall clock.
+ * The smaller of the two when both are known, so that neither clock can shorten a wait.
+ */
+export function elapsedMs(wallAt: number, boot: string | undefined, mono: number | undefined, clock: Clock): number {
+  const wall = clock.now() - wallAt;
+  if (boot === undefined || mono === undefined || boot !== BOOT_ID || clock.monotonic === undefined) return wall;
+  return Math.min(wall, clock.monotonic() - mono);
 }
 
 // ---------------------------------------------------------------- settling before a run
@@ -345,6 +420,7 @@ export function actionKey(tenant: string, actionId: number): string {
 
 const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: monotonicMs,
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
@@ -378,6 +454,14 @@ export async function settleJournal(
 
   for (const i of journal.foreign()) {
     log.warn(`journal: ${what(i)} is in doubt since ${i.at}, sent to another API (${i.api ?? '?'}); it is left for a run against that API`);
+    // That API may be this service under another name: until the settle window has passed since
+    // the append was sent, the same tenant's action waits (after it, this run's own fresh read
+    // decides, and an append that landed late is seen there).
+    const wall = Date.parse(i.at);
+    const age = Number.isFinite(wall) ? elapsedMs(wall, i.boot, i.mono, clock) : Infinity;
+    if (opts.tenants?.has(i.tenant) !== false && age < settleMs) {
+      blocked.set(actionKey(i.tenant, i.action_id), `${what(i)} was sent through another API (${i.api ?? '?'}) at ${i.at} and is in doubt; if that is this service under another address it may still land, so the action waits until the settle window (${Math.round(settleMs / 1000)} s) has passed`);
+    }
   }
   const others = opts.tenants ? all.filter((i) => !opts.tenants!.has(i.tenant)) : [];
   for (const i of others) {
@@ -406,8 +490,7 @@ export async function settleJournal(
     if (decided === 'wait') waiting.push(i);
   }
   if (waiting.length > 0) {
-    const until = Math.max(...waiting.map((i) => (i.absentSince ?? clock.now()) + settleMs));
-    const wait = Math.max(0, until - clock.now());
+    const wait = Math.max(0, ...waiting.map((i) => settleMs - absentFor(i)));
     log.info(`journal: waiting ${Math.ceil(wait / 1000)} s (the settle window) before believing that ${waiting.length} append(s) in doubt did not land`);
     await clock.sleep(wait, opts.signal);
     for (const i of waiting) await decide(i, await read(i, true), 'last');
@@ -437,18 +520,25 @@ export async function settleJournal(
       blocked.set(key, `${what(i)} was accepted by the API (2xx) at ${i.acknowledgedAt ?? i.at} but its reads do not show it yet; it is never sent again, and the action waits until reads show it (if the API lost it, remove its lines from ${journal.path})`);
       return 'done';
     }
-    const now = clock.now();
-    const since = i.absentSince ?? now;
-    if (i.absentSince === undefined) await journal.recordAbsent(i.id, now);
-    if (now - since >= settleMs || (round === 'last' && now - since >= settleMs - 1)) {
-      await settle(i, 'not-applied', `reads showed it absent for ${Math.round((now - since) / 1000)} s`);
+    if (i.absentSince === undefined) {
+      const now = clock.now();
+      await journal.recordAbsent(i.id, now);
+      const s = stamp();
+      Object.assign(i, { absentSince: now, ...(s.boot !== undefined ? { absentBoot: s.boot, absentMono: s.mono } : {}) });
+    }
+    const absent = absentFor(i);
+    if (absent >= settleMs || (round === 'last' && absent >= settleMs - 1)) {
+      await settle(i, 'not-applied', `reads showed it absent for ${Math.round(absent / 1000)} s`);
       return 'done';
     }
     if (round === 'last') {
       blocked.set(key, `${what(i)} is in doubt since ${i.at}; reads show it absent, but not yet for the settle window`);
       return 'done';
     }
-    Object.assign(i, { absentSince: since });
     return 'wait';
+  }
+
+  function absentFor(i: OpenIntent): number {
+    return i.absentSince === undefined ? 0 : elapsedMs(i.absentSince, i.absentBoot, i.absentMono, clock);
   }
 }

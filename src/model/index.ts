@@ -256,4 +256,6 @@ export interface Logger {
 export interface Clock {
   now(): number;
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** A clock that is never stepped (CLOCK_MONOTONIC, ms), where there is one: measures waits across runs of one boot. */
+  monotonic?(): number;
 }

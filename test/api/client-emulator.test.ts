@@ -176,7 +176,7 @@ describe('client against the emulator', () => {
     const emu = await emulator();
     const t = client(emu.url).tenant('acme');
     const missing = (await t.appendPhase(5, { name: 'x', trigger_on: {}, info: {} }).catch((e: unknown) => e)) as ApiError;
-    expect([missing.status, missing.details.outcome]).toEqual([404, 'not-sent']);
+    expect([missing.status, missing.details.outcome]).toEqual([404, 'refused']);
   });
 
   it('a server that answers garbage is a malformed-response error naming the endpoint', async () => {

@@ -280,9 +280,9 @@ describe('append_phase', () => {
   });
 
   it.each([
-    [400, 'not-sent'],
-    [404, 'not-sent'],
-    [429, 'not-sent'],
+    [400, 'refused'],
+    [404, 'refused'],
+    [429, 'refused'],
     [500, 'unknown'],
     [503, 'unknown'],
   ])('is never retried on %d → outcome %s', async (status, outcome) => {

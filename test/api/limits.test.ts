@@ -113,7 +113,7 @@ describe('the size cap (MockAgent)', () => {
     const { client } = clientFor(agent, { maxResponseBytes: CAP });
     const err = await failure(client.tenant('acme').appendPhase(42, PHASE));
     expect(err.status).toBe(400);
-    expect(err.details.outcome).toBe('not-sent');
+    expect(err.details.outcome).toBe('refused');
     expect(err.message.length).toBeLessThan(MAX_DETAIL_CHARS + 100);
     // A 503 with an enormous body is still a 503: retried.
     expect((await client.tenant('acme').getAction(42))?.id).toBe(42);
@@ -193,11 +193,11 @@ describe('hostile answers over real HTTP (emulator)', () => {
     expect(emu.store.getAction('acme', 42)!.phases.map((p) => p.name)).toEqual(['canary', 'wave']);
   });
 
-  it('a dripping error answer keeps its status: an append refused with 404 was not applied', async () => {
+  it('a dripping error answer keeps its status: an append refused with 404 is a refusal', async () => {
     const emu = await hostile({ mode: 'drip', intervalMs: 100, routes: ['append'] });
     const err = await failure(client(emu.url, { requestTimeoutMs: 300 }).tenant('acme').appendPhase(7, PHASE));
     expect(err.status).toBe(404);
-    expect(err.details.outcome).toBe('not-sent');
+    expect(err.details.outcome).toBe('refused');
   });
 
   it('an endless answer is cut at the cap', async () => {

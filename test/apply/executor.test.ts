@@ -92,7 +92,9 @@ describe('executePlan', () => {
     const report = await executePlan(plan, deps(api));
     expect(report.results.map((r) => r.status)).toEqual(['failed', 'applied', 'failed', 'skipped', 'applied']);
     expect(report.results[0]!.message).toContain('answered 400');
-    expect(report.results[3]!.message).toBe('skipped because phase 0 "a" of action 1 in acme did not apply');
+    expect(report.results[3]!.message).toBe('skipped because the API refused phase 0');
+    // A 400 leaves the append in doubt (a server may store it and still say 400): not sent again.
+    expect(report.results[2]!.message).toMatch(/refused the append: .*400.*not sent again in this run, and a later run sends it only after reads have shown it absent for 30 s/);
     expect(report).toMatchObject({ applied: 2, failed: 2, skipped: 1 });
     expect(api.phases('acme', 1)).toEqual([]);
   });
@@ -340,11 +342,38 @@ describe('executePlan', () => {
     const plan = planOf([firmware('acme', '1.0.0', api), firmware('acme', '1.0.1', api), firmware('acme', '1.0.2', api)]);
     const report = await executePlan(plan, deps(api, {
       concurrency: 1,
-      assertLockHeld: () => (++checks > 1 ? Promise.reject(new Error('the lock .dus-sync/apply.lock was taken over by another process')) : Promise.resolve()),
+      // Two checks per write: before it starts, and after its fresh read, just before the send.
+      assertLockHeld: () => (++checks > 2 ? Promise.reject(new Error('the lock .dus-sync/apply.lock was taken over by another process')) : Promise.resolve()),
     }));
     expect(report.results.map((r) => r.status)).toEqual(['applied', 'failed', 'skipped']);
     expect(report.results[2]!.message).toMatch(/skipped because the lock .* was taken over/);
     expect(api.puts).toEqual(['acme/1.0.0']);
+  });
+
+  it('a lock taken over while the fresh read was on its way: the append decided on that read is not sent', async () => {
+    const api = fakeWith({});
+    api.addAction('acme', 1);
+    let checks = 0;
+    const d = deps(api, {
+      concurrency: 1,
+      // The first check (before the read) passes; the one after the read finds the lock gone.
+      assertLockHeld: () => (++checks > 1 ? Promise.reject(new Error('the lock state/apply.lock was taken over by another process')) : Promise.resolve()),
+    });
+    const report = await executePlan(planOf([phaseChange('acme', 1, 0, phase('a')), phaseChange('acme', 1, 1, phase('b'))]), d);
+    expect(report.results.map((r) => r.status)).toEqual(['failed', 'skipped']);
+    expect(report.results[0]!.message).toMatch(/taken over/);
+    expect(api.phases('acme', 1)).toEqual([]);
+    expect(d.journal.open()).toEqual([]);
+  });
+
+  it('a PUT decided on a read is not sent when the lock was taken over meanwhile', async () => {
+    const api = fakeWith({});
+    let checks = 0;
+    const report = await executePlan(planOf([firmware('acme', '1.0.0', api)]), deps(api, {
+      assertLockHeld: () => (++checks > 1 ? Promise.reject(new Error('the lock state/apply.lock was taken over by another process')) : Promise.resolve()),
+    }));
+    expect(report.results[0]).toMatchObject({ status: 'failed' });
+    expect(api.puts).toEqual([]);
   });
 
   it('a PUT is refused when a field the YAML does not manage moved since the plan; never overwritten', async () => {

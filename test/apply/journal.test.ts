@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat, writeFile, appendFile, mkdir, symlink, chm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Journal, settleJournal } from '../../src/apply/journal.js';
+import { Journal, monotonicMs, otherJournalsInDoubt, settleJournal } from '../../src/apply/journal.js';
 import { phaseDigest } from '../../src/apply/digest.js';
 import { FakeApi, memoryLog, phase } from './fakes.js';
 
@@ -221,6 +221,57 @@ describe('settleJournal', () => {
     expect(await settleJournal(j, api, memoryLog(), { clock, settleMs: 30_000 })).toMatchObject({ notApplied: 1 });
     expect(clock.slept).toEqual([5_000]);
     await j.close();
+  });
+
+  it('a wall clock stepped forward does not end the window early: the monotonic clock of this boot measures it', async () => {
+    const j = await crashedWith(intentFor(42, 0, 'canary'));
+    const [i] = j.open();
+    await j.recordAbsent(i!.id, Date.now());
+    let offset = 0;
+    const slept: number[] = [];
+    // Another run, a moment later, on a host whose clock jumped 40 s ahead.
+    const clock = {
+      now: () => Date.now() + 40_000 + offset,
+      monotonic: () => monotonicMs() + offset,
+      sleep: (ms: number) => { slept.push(ms); offset += ms; return Promise.resolve(); },
+    };
+    const api = new FakeApi();
+    api.addAction('acme', 42, []);
+    const reopened = await Journal.open(j.path);
+    await j.close();
+    const settled = await settleJournal(reopened, api, memoryLog(), { clock, settleMs: 30_000 });
+    expect(slept).toHaveLength(1);
+    expect(slept[0]!).toBeGreaterThan(28_000);
+    expect(settled).toMatchObject({ notApplied: 1 });
+    await reopened.close();
+  });
+
+  it('an append in doubt sent through another API blocks the same tenant\'s action until the settle window has passed', async () => {
+    const path = join(dir, 'journal.jsonl');
+    const other = await Journal.open(path, 'http://127.0.0.1:1');
+    await other.recordIntent(intentFor(42, 1, 'wave-1'));
+    await other.close();
+    const j = await Journal.open(path, 'http://127.0.0.1:2');
+    const api = new FakeApi();
+    api.addAction('acme', 42, [phase('canary')]);
+    const now = { now: () => Date.now(), monotonic: monotonicMs, sleep: () => Promise.resolve() };
+    const early = await settleJournal(j, api, memoryLog(), { clock: now, settleMs: 30_000, tenants: new Set(['acme']) });
+    expect([...early.blocked.values()].join()).toMatch(/sent through another API \(http:\/\/127\.0\.0\.1:1\).*waits until the settle window \(30 s\)/);
+    const later = { now: () => Date.now() + 31_000, monotonic: () => monotonicMs() + 31_000, sleep: () => Promise.resolve() };
+    const after = await settleJournal(j, api, memoryLog(), { clock: later, settleMs: 30_000, tenants: new Set(['acme']) });
+    expect(after.blocked.size).toBe(0);
+    // Still kept for a run against its own API.
+    expect(j.foreign()).toHaveLength(1);
+    await j.close();
+  });
+
+  it('another journal in the same folder with appends in doubt is found (one folder, one lock, one journal)', async () => {
+    const a = await Journal.open(join(dir, 'journal.jsonl'));
+    await a.recordIntent(intentFor(42, 1, 'wave-1'));
+    await a.close();
+    await writeFile(join(dir, 'notes.jsonl'), '{"type":"note"}\n');
+    expect(await otherJournalsInDoubt(join(dir, 'ci.jsonl'))).toEqual([{ path: join(dir, 'journal.jsonl'), open: 1 }]);
+    expect(await otherJournalsInDoubt(join(dir, 'journal.jsonl'))).toEqual([]);
   });
 
   it('an acknowledged append that reads do not show is kept and blocks its action; it is never counted as not applied', async () => {

@@ -485,3 +485,54 @@ describe('9. what a second tester broke, each sent once and never reverted', () 
     expect(names(em, 100)).toEqual(['p0', 'p1']);
   });
 });
+
+describe('10. what a third tester broke', () => {
+  it('one service, one state folder: `-c link/dus-sync.yaml` and `cd link` (a real path) meet the same journal, so an append in doubt is settled, not sent again', async () => {
+    const em = await emulator(seed(), { lateCommitMs: 2000 });
+    const root = writeTree({ 'rev1/dus-sync.yaml': CONFIG, 'rev1/action.yaml': actionDoc(100, [0, 1].map(P)) });
+    symlinkSync('rev1', join(root, 'current'));
+    const state = writeTree({});
+    const env = { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, XDG_STATE_HOME: state, DUS_SYNC_STATE_DIR: undefined };
+    const first = await runCli(['--config', `${root}/current/dus-sync.yaml`, 'apply', '--auto-approve', '--settle-window', '4s'], { env });
+    expect(first.code, first.stderr).toBe(1);
+    // The second run finds its config from the working directory: the link resolved.
+    const second = await runCli(['apply', '--auto-approve', '--settle-window', '4s'], { env, cwd: join(root, 'rev1') });
+    await new Promise((r) => setTimeout(r, 2300));
+    expect(second.stderr).toMatch(/in doubt since/);
+    expect(names(em, 100), transcript([first, second])).toEqual(['p0', 'p1']);
+    expect(appends(em)).toBe(1);
+  }, 60_000);
+
+  it('a server that stores an append, answers 400, and whose reads lag: the append stays in doubt, and no later run sends it again', async () => {
+    const em = await emulator(seed(), { readLagMs: 2500, hostile: { mode: 'huge', routes: ['append'], status: 400, bytes: 256 } });
+    const dir = repo({ 'action.yaml': actionDoc(100, [0, 1].map(P)) });
+    const runs = await applyUntilDone(dir, em.url, ['--settle-window', '4s'], 4);
+    await new Promise((r) => setTimeout(r, 2700));
+    expect(names(em, 100), transcript(runs)).toEqual(['p0', 'p1']);
+    expect(appends(em), transcript(runs)).toBe(1);
+    expect(runs[0]!.code).toBe(1);
+    expect(runs[0]!.stdout + runs[0]!.stderr).toMatch(/refused the append: .*400.*not sent again in this run/);
+  }, 60_000);
+
+  it('two journals in one state folder (one lock): the second is refused while the first holds an append in doubt', async () => {
+    const em = await emulator(seed(), { lateCommitMs: 1500 });
+    const dir = repo({ 'action.yaml': actionDoc(100, [0, 1].map(P)) });
+    const env = { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY };
+    const args = ['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--settle-window', '3s'];
+    const first = await runCli([...args, '--journal', join(dir, 'state', 'journal.jsonl')], { env });
+    expect(first.code).toBe(1);
+    const second = await runCli([...args, '--journal', join(dir, 'state', 'ci.jsonl')], { env });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/also holds .*journal\.jsonl \(1 append\(s\) in doubt\).*one journal; run with --journal/);
+    expect(second.stderr).not.toMatch(STACK);
+    await new Promise((r) => setTimeout(r, 1700));
+    expect(names(em, 100)).toEqual(['p0', 'p1']);
+    expect(appends(em)).toBe(1);
+    // Settled through its own journal, the folder is usable again with either name.
+    const third = await runCli([...args, '--journal', join(dir, 'state', 'journal.jsonl')], { env });
+    expect(third.code, third.stderr).toBe(0);
+    const fourth = await runCli([...args, '--journal', join(dir, 'state', 'ci.jsonl')], { env });
+    expect(fourth.code, fourth.stderr).toBe(0);
+    expect(appends(em)).toBe(1);
+  }, 60_000);
+});

@@ -486,7 +486,7 @@ describe('the journal and the lock', () => {
   it('the journal is created 0600 in a 0700 folder even under umask 000, and an existing loose one is tightened', async () => {
     const em = await emulator(seed());
     const dir = repo(em.url);
-    // The default place: a folder of this config under $XDG_STATE_HOME/dus-sync (set for the tests).
+    // The default place: a folder of the API under $XDG_STATE_HOME/dus-sync (set for the tests).
     const state = mkdtempSync(join(tmpdir(), 'dus-sec-state-'));
     const r = await new Promise<number | null>((resolve) => {
       const child = spawn('sh', ['-c', `umask 000 && exec "${process.execPath}" "${CLI}" --config "${dir}/dus-sync.yaml" apply --auto-approve`], {
@@ -496,7 +496,7 @@ describe('the journal and the lock', () => {
     });
     expect(r).toBe(0);
     const [folder] = readdirSync(join(state, 'dus-sync'));
-    expect(folder).toMatch(/^dus-sync-e2e-\w+-[0-9a-f]{12}$/);
+    expect(folder).toMatch(/^127\.0\.0\.1_\d+-[0-9a-f]{12}$/);
     const journal = join(state, 'dus-sync', folder!, 'journal.jsonl');
     expect(existsSync(join(dir, '.dus-sync'))).toBe(false);
     expect(statSync(journal).mode & 0o777).toBe(0o600);
