@@ -3,12 +3,12 @@
 // Exit 0 without differences, 2 with, 1 on error (like plan --detailed-exitcode).
 import { parseDocument } from 'yaml';
 import { ConfigError, UserError } from '../errors.js';
-import { baseInvalidWarning, diffDesired, hasDifferences, type DiffWarning } from '../core/desired-diff.js';
+import { baseInvalidWarning, diffDesired, hasDifferences, type DesiredDiff, type DiffWarning } from '../core/desired-diff.js';
 import { renderDiffJson } from '../core/render/desired-diff-json.js';
 import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderDiffText } from '../core/render/desired-diff-text.js';
 import { readDesiredAtRef } from '../load/git.js';
-import { loadDesiredState, loadDocuments, selectResourcePaths } from '../load/index.js';
+import { loadDesiredState, loadDocuments, selectResourcePaths, type LoadFilter } from '../load/index.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
 import { paint, useColor, type GlobalOptions } from './context.js';
@@ -50,7 +50,20 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   if (base === '') throw new UserError('diff needs --base GIT_REF, e.g. --base origin/main');
   const format = typeof opts.format === 'string' ? opts.format : 'text';
   const { config, filter, log } = await setup(globals);
+  const { diff, commit } = await diffAgainst(config, filter, log, base);
+  const out = render(format, diff, base, commit, useColor(globals));
+  process.stdout.write(out);
+  return hasDifferences(diff) ? 2 : 0;
+}
 
+export interface DiffResult {
+  readonly diff: DesiredDiff;
+  /** The commit the base ref resolved to. */
+  readonly commit: string;
+}
+
+/** The desired state at the base ref against the working tree (diff and review share it). */
+export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, log: Logger, base: string): Promise<DiffResult> {
   const head = await loadDesiredState(config, filter);
   if (head.issues.length > 0) throw new ConfigError(head.issues);
 
@@ -73,11 +86,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     baseDesired = EMPTY;
   }
   log.debug(`base ${base} is commit ${atRef.commit}: ${atRef.files.length} resource file(s)`);
-
-  const diff = diffDesired(baseDesired, head.desired, extra);
-  const out = render(format, diff, base, atRef.commit, useColor(globals));
-  process.stdout.write(out);
-  return hasDifferences(diff) ? 2 : 0;
+  return { diff: diffDesired(baseDesired, head.desired, extra), commit: atRef.commit };
 }
 
 function describeIssue(i: { file: string; line: number; column: number; message: string }): string {

@@ -163,6 +163,19 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addHelpText('after', '\nExample:\n  $ dus-sync diff --base origin/main --format markdown')
     .action(lazy(() => import('./diff.js')));
 
+  program.command('review')
+    .description('review a pull request: plan (or diff --base without keys), one sticky comment, the job summary, annotations')
+    .addOption(new Option('--mode <mode>', 'plan needs the API keys; diff compares with --base in git; auto: plan when every key is there').choices(['auto', 'plan', 'diff']).default('auto'))
+    .option('--base <ref>', 'the git ref for the keyless diff (default: origin/$GITHUB_BASE_REF, GitLab\'s merge base)')
+    .addOption(new Option('--platform <platform>', 'where to comment and annotate (default: from GITHUB_ACTIONS / GITLAB_CI)').choices(['auto', 'github', 'gitlab', 'none']).default('auto'))
+    .option('--no-comment', 'do not post or update the comment')
+    .option('--marker <name>', 'one comment per name, for several configs in one repository')
+    .option('--token-env <name>', 'the variable holding the token (default: GITHUB_TOKEN; GitLab: DUS_NOTE_TOKEN)')
+    .option('--comment-author <login>', 'GitHub: the login the token comments as, when not github-actions[bot] (a GitHub App)')
+    .option('--code-quality <file>', 'write a GitLab Code Quality report (JSON) of the problems')
+    .addHelpText('after', '\nExit status: 0 no changes, 2 changes, 1 an error (like plan --detailed-exitcode).\nExamples:\n  $ dus-sync review                          # in a pull request\'s workflow\n  $ dus-sync review --mode diff --base origin/main --platform none   # locally')
+    .action(lazy(() => import('./review.js')));
+
   program.command('status')
     .description('live rollout status of the declared actions')
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))

@@ -78,11 +78,14 @@ export function guardProcessOutput(): void {
   guardStream(process.stderr);
 }
 
-/** Writes workflow commands on purpose (validate --format github): their data is escaped by the caller. */
-export function writeWorkflowCommands(text: string): void {
+/**
+ * Writes workflow commands on purpose (validate --format github on stdout; review's annotations on
+ * stderr, which the runner reads for commands too): their data is escaped by the caller.
+ */
+export function writeWorkflowCommands(text: string, stream: NodeJS.WriteStream = process.stdout): void {
   workflowCommandsAllowed = true;
   try {
-    process.stdout.write(text);
+    stream.write(text);
   } finally {
     workflowCommandsAllowed = false;
   }

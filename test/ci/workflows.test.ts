@@ -38,19 +38,16 @@ describe('GitHub workflows', () => {
     expect(runs('validate.yml')).toEqual(['validate --format github']);
   });
 
-  it('plan: one sticky comment, with a keyless diff fallback for forks', () => {
+  it('plan: review in one step (sticky comment, summary, annotations, keyless fallback for forks)', () => {
     const w = wf('plan.yml');
-    const text = read('examples/ci/github/plan.yml');
     expect(Object.keys(w.on)).toEqual(['pull_request']);
     expect(w.permissions['pull-requests']).toBe('write');
     const steps = w.jobs.plan.steps as Obj[];
     expect(steps.find((s) => String(s.uses).startsWith('actions/checkout'))?.with['fetch-depth']).toBe(0);
-    const comment = steps.find((s) => String(s.uses).startsWith('actions/github-script'));
-    expect(comment?.with.script).toContain('<!-- dus-sync-plan -->');
-    expect(comment?.with.script).toContain('updateComment');
-    expect(runs('plan.yml')).toEqual(['plan --format markdown --detailed-exitcode', 'diff --base origin/${{ github.base_ref }} --format markdown']);
-    expect(text).toContain('steps.plan.outputs.output-file || steps.diff.outputs.output-file');
-    // The base ref reaches the shell through the environment, never pasted into the script.
+    // The comment is review's, not a script of the workflow's.
+    expect(steps.some((s) => String(s.uses).startsWith('actions/github-script'))).toBe(false);
+    expect(runs('plan.yml')).toEqual(['review']);
+    expect(w.jobs.plan.env.DUS_API_KEY_ACME).toBe('${{ secrets.DUS_API_KEY_ACME }}');
     expect(steps.every((s) => !String(s.run ?? '').includes('${{'))).toBe(true);
   });
 
@@ -85,11 +82,13 @@ describe('GitLab CI', () => {
     }
   });
 
-  it('plans merge requests (note with a marker, diff without secrets), applies the default branch under a resource group, checks drift on schedule', () => {
+  it('reviews merge requests (one note, Code Quality report, keyless diff), applies the default branch under a resource group, checks drift on schedule', () => {
     expect(g.plan.rules).toEqual([{ if: '$CI_PIPELINE_SOURCE == "merge_request_event"' }]);
     const plan = (g.plan.script as string[]).join('\n');
-    expect(plan).toContain('<!-- dus-sync-plan -->');
-    expect(plan).toContain('diff --base "origin/${CI_MERGE_REQUEST_TARGET_BRANCH_NAME}" --format markdown');
+    expect(plan).toContain('dus-sync review --code-quality gl-code-quality-report.json > plan.md');
+    expect(g.plan.artifacts.reports.codequality).toBe('gl-code-quality-report.json');
+    expect(g.plan.artifacts.when).toBe('always');
+    expect(read('examples/ci/gitlab-ci.yml')).toMatch(/Protected variables reach only pipelines of protected branches/);
     expect(g.apply.resource_group).toBe('dus-sync-apply');
     expect(g.apply.rules[0].if).toContain('$CI_DEFAULT_BRANCH');
     expect((g.apply.script as string[]).join('\n')).toContain('apply --auto-approve');
@@ -106,7 +105,8 @@ describe('action.yml', () => {
     expect(a.name).toBe('dus-sync');
     expect(typeof a.description).toBe('string');
     expect(a.inputs.command.required).toBe(true);
-    for (const k of ['args', 'node-version', 'working-directory', 'fail-on-changes']) expect(typeof a.inputs[k].default).toBe('string');
+    for (const k of ['args', 'node-version', 'working-directory', 'fail-on-changes', 'github-token']) expect(typeof a.inputs[k].default).toBe('string');
+    expect(a.inputs['github-token'].default).toBe('${{ github.token }}');
     // No version input: the ref in `uses:` is the version, built from the action's checkout.
     expect(a.inputs.version).toBeUndefined();
     expect(Object.keys(a.outputs)).toEqual(['exit-code', 'output-file']);
@@ -153,7 +153,7 @@ describe('every dus-sync command line in the examples', () => {
     const gitlab = read('examples/ci/gitlab-ci.yml');
     expect(gitlab).not.toMatch(/npx/);
     for (const m of gitlab.matchAll(/^\s*(?:- )?dus-sync (\w+)([^\n>]*)/gm)) add(m[1]!, m[2]!);
-    expect([...uses.keys()].sort()).toEqual(['apply', 'diff', 'plan', 'validate']);
+    expect([...uses.keys()].sort()).toEqual(['apply', 'plan', 'review', 'validate']);
     for (const [command, flags] of uses) {
       const help = spawnSync(process.execPath, [cli.cli, command, '--help'], { encoding: 'utf8' }).stdout;
       for (const f of flags) expect(help, `${command} ${f}`).toContain(f);

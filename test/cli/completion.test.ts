@@ -63,7 +63,7 @@ describe('dus-sync completion', () => {
   it('the bash script completes commands, options, --format values, files and arguments when sourced', () => {
     const dir = writeTree({ 'c.bash': scripts.get('bash')!, 'files/plan.json': '{}', 'files/pending.plan': '{}' });
     const cases: [string[], string][] = [
-      [['dus-sync', ''], 'init validate plan apply watch export diff status emulator schema completion help'],
+      [['dus-sync', ''], 'init validate plan apply watch export diff review status emulator schema completion help'],
       [['dus-sync', 'pl'], 'plan'],
       [['dus-sync', 'plan', '--format', ''], 'text json markdown'],
       [['dus-sync', 'plan', '--format', '=', 'j'], 'json'],

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { DesiredFirmware, LiveFirmware } from '../../src/model/index.js';
 import { plan } from '../../src/core/plan.js';
+import { decodeHTML } from 'entities';
 import { escapeMarkdown, renderMarkdown } from '../../src/core/render/markdown.js';
+import { escapeMermaid } from '../../src/core/render/markdown-escape.js';
+import { rolloutMermaid } from '../../src/core/render/desired-diff-markdown.js';
 import { action, desired, firmware, live, liveAction, liveFirmware, phase } from './builders.js';
 import { richLive, richPlan } from './fixtures.js';
 
@@ -77,7 +80,7 @@ describe('renderMarkdown', () => {
     expect(md).not.toContain('<img');
     // Mentions do not work inside a mermaid fence; everywhere else the @ is an entity.
     expect(md.replace(/```mermaid[\s\S]*?```/, '')).not.toContain('@everyone');
-    expect(md).toContain('p1["x|y #lt;img src=1#gt; @everyone #96;z#96; ]]#quot; (new)"]:::new');
+    expect(md).toContain('p1["x|y #60;img src=1#62; @everyone #96;z#96; ]]#34; (new)"]:::new');
     const row = md.split('\n').find((l) => l.startsWith('| 1 |'))!;
     expect(row.split(' | ')).toHaveLength(4);
   });
@@ -95,6 +98,49 @@ describe('renderMarkdown', () => {
     const record: LiveFirmware = liveFirmware({ version_number: '1.0.0' });
     const md = renderMarkdown(plan(desired(weird), live({ acme: { firmwares: [record] } })));
     expect(md).toContain('````diff\n');
+    balanced(md);
+  });
+});
+
+/**
+ * What mermaid does to a flowchart's text, after its own encodeEntities/decodeEntities (mermaid
+ * 10 and 11, mermaidAPI.ts): the `style`/`classDef` rules that cut a `;`, `#name;`/`#123;` to
+ * placeholders before parsing, back to `&name;`/`&#123;` after, then decoded as HTML by the browser.
+ * Returns the text of each ["…"] label as a reader sees it.
+ */
+function mermaidLabels(diagram: string): string[] {
+  let t = diagram.replace(/style.*:\S*#.*;/g, (s) => s.slice(0, -1)).replace(/classDef.*:\S*#.*;/g, (s) => s.slice(0, -1));
+  t = t.replace(/#\w+;/g, (s) => {
+    const inner = s.slice(1, -1);
+    return /^\+?\d+$/.test(inner) ? `\uFB02\u00B0\u00B0${inner}\u00B6\u00DF` : `\uFB02\u00B0${inner}\u00B6\u00DF`;
+  });
+  const labels = [...t.matchAll(/\["([^"]*)"\]/g)].map((m) => m[1]!);
+  return labels.map((l) => decodeHTML(l.replace(/\uFB02\u00B0\u00B0/g, '&#').replace(/\uFB02\u00B0/g, '&').replace(/\u00B6\u00DF/g, ';')));
+}
+
+describe('mermaid labels', () => {
+  const names = ['#1;', 'a;b', '#quot;', 'say "hi"', '<b>&amp;</b>', 'style:#1;', 'classDef x:#fff;', 'tick `x`', 'back\\slash', '\uFB02\u00B0 \u00B6\u00DF', 'wave:2 #35;'];
+
+  it.each(names)('%s reads the same in the plan and the diff flowcharts', (name) => {
+    const p = plan(desired(action(1, [phase('canary'), phase(name)])), live({ acme: { actions: [liveAction(1, ['canary'])] } }));
+    const md = renderMarkdown(p);
+    const diagram = md.slice(md.indexOf('```mermaid'), md.indexOf('```', md.indexOf('```mermaid') + 3));
+    expect(mermaidLabels(diagram)).toContain(`${name} (new)`);
+    expect(mermaidLabels(rolloutMermaid([{ name, trigger_on: {}, info: {} }], 0))).toEqual([`0: ${name} (new)`]);
+  });
+
+  it('writes only entity codes for what mermaid reads, never a raw quote, # or ;', () => {
+    expect(escapeMermaid('#1; "x" a:b')).toBe('#35;1#59; #34;x#34; a#58;b');
+  });
+});
+
+describe('long trigger_on and info', () => {
+  it('go into a details block under the table, the cell says below', () => {
+    const wide = { min_success_rate: 0.98, regions: ['eu-west-1', 'eu-central-1', 'us-east-1', 'ap-south-1'] };
+    const p = plan(desired(action(1, [phase('canary'), { name: 'wide', trigger_on: wide, info: { percent: 5 } }])), live({ acme: { actions: [liveAction(1, ['canary'])] } }));
+    const md = renderMarkdown(p);
+    expect(md).toContain('| 1 | wide | <i>below</i> | <code>{&quot;percent&quot;:5}</code> |');
+    expect(md).toContain('<summary>phase 1 wide: trigger&#95;on and info</summary>\n\n```json\n{\n  "trigger_on": {\n    "min_success_rate": 0.98,');
     balanced(md);
   });
 });

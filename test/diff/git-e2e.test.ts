@@ -92,7 +92,7 @@ describe('diff --base', () => {
       expect(r.stdout).toContain('~ bootloader min_version "1.2.0" → "1.3.0"');
       const md = diff('--base', 'HEAD', '--format', 'markdown');
       expect(md.code).toBe(2);
-      expect(md.stdout).toMatch(/^### dus-sync diff/);
+      expect(md.stdout).toMatch(/^## dus-sync diff/);
       expect(md.stdout).toContain('"1.3.0"');
       const json = diff('--base', 'HEAD', '--format', 'json');
       const doc = JSON.parse(json.stdout) as { entries: { key: string; dependencies: { items: unknown[] } }[]; base: { commit: string } };

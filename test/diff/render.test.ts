@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { diffDesired } from '../../src/core/desired-diff.js';
 import { renderDiffJson } from '../../src/core/render/desired-diff-json.js';
-import { mdCode, renderDiffMarkdown, rolloutMermaid } from '../../src/core/render/desired-diff-markdown.js';
+import { mdCellCode, mdCode, renderDiffMarkdown, rolloutMermaid } from '../../src/core/render/desired-diff-markdown.js';
 import { renderDiffText } from '../../src/core/render/desired-diff-text.js';
 import { action, fw, phase, state } from './builders.js';
 
@@ -57,10 +57,10 @@ describe('json', () => {
 describe('markdown', () => {
   const md = renderDiffMarkdown(diff, { base: 'origin/main' });
   it('starts with a heading and the summary table, then risk callouts, then a section per tenant', () => {
-    const heading = md.indexOf('### dus-sync diff');
-    const table = md.indexOf('| Tenant |');
+    const heading = md.indexOf('## dus-sync diff');
+    const table = md.indexOf('| tenant |');
     const warning = md.indexOf('> [!WARNING]');
-    const section = md.indexOf('#### Tenant `acme`');
+    const section = md.indexOf('\n### acme\n');
     expect(heading).toBe(0);
     expect(table).toBeGreaterThan(heading);
     expect(warning).toBeGreaterThan(table);
@@ -81,13 +81,19 @@ describe('markdown', () => {
   it('draws the rollout with the new phases highlighted', () => {
     expect(md).toContain('```mermaid\nflowchart LR\n  p0["0: canary"] --> p1["1: wave-1 (new)"]');
     expect(rolloutMermaid([phase('say "hi" <b>')], 1)).toContain('p0["0: say #34;hi#34; #60;b#62;"]');
+    expect(rolloutMermaid([phase('#1;')], 1)).toContain('p0["0: #35;1#59;"]');
   });
   it('escapes pipes, backticks and HTML from names', () => {
-    expect(mdCode('a|b')).toBe('`a\\|b`');
+    // A backslash is literal in a code span: only a table cell needs `\|` (GitHub drops it there).
+    expect(mdCode('a|b')).toBe('`a|b`');
+    expect(mdCellCode('a|b')).toBe('`a\\|b`');
     expect(mdCode('a`b')).toBe('`` a`b ``');
     const evil = renderDiffMarkdown(diffDesired(state(), state(fw('1', { component_name: '<script>|x' }))), { base: 'b' });
     expect(evil).toContain('`<script>\\|x`');
     expect(evil).not.toMatch(/\| <script>/);
+    const listed = renderDiffMarkdown(diffDesired(state(action(9, [phase('a|b')])), state(action(9, [phase('a|b'), phase('c|d', { x: 'y|z' })]))), { base: 'b' });
+    expect(listed).toContain('- ➕ phase 1 `c|d`: trigger_on `{"x":"y|z"}`, info `{}`');
+    expect(listed).not.toContain('\\|');
   });
   it('stays under the limit with a note when there is too much', () => {
     const many = state(...Array.from({ length: 3000 }, (_, i) => fw(`1.0.${i}`, { component_name: 'modem', is_deactivated: true })));
@@ -99,7 +105,24 @@ describe('markdown', () => {
     const small = renderDiffMarkdown(diffDesired(state(), many), { base: 'x', maxLength: 5000 });
     expect(small.length).toBeLessThanOrEqual(5000);
   });
+  it('moves long trigger_on and info JSON out of the list into a details block', () => {
+    const long = { min_success_rate: 0.98, regions: ['eu-west-1', 'eu-central-1', 'us-east-1', 'ap-south-1'] };
+    const out = renderDiffMarkdown(diffDesired(state(action(9, [phase('a')])), state(action(9, [phase('a'), phase('wide', long)]))), { base: 'b' });
+    expect(out).toContain('- ➕ phase 1 `wide`: trigger_on and info below');
+    expect(out).toContain('<summary>phase 1 wide: trigger&#95;on and info</summary>\n\n```json\n{\n  "trigger_on": {\n    "min_success_rate": 0.98,');
+    expect(out).not.toContain('eu-west-1","eu-central-1');
+  });
   it('says there is no difference plainly', () => {
     expect(renderDiffMarkdown(diffDesired(base, base), { base: 'HEAD' })).toContain('No differences in the desired state.');
+  });
+});
+
+describe('golden', () => {
+  // Review a change to this file like a change to the product; update with: npx vitest run test/diff/render.test.ts -u
+  it('diff markdown: headings, tables and lists in the plan comment\'s style', async () => {
+    const wide = { min_success_rate: 0.98, regions: ['eu-west-1', 'eu-central-1', 'us-east-1', 'ap-south-1'] };
+    const b = state(...base.firmwares, ...base.actions, action(8, [phase('a|b')]));
+    const h = state(...head.firmwares, ...head.actions, action(8, [phase('a|b'), phase('#1; "quoted"', wide, { percent: 5 })]));
+    await expect(renderDiffMarkdown(diffDesired(b, h), { base: 'origin/main' })).toMatchFileSnapshot('../golden/diff.md');
   });
 });

@@ -7,7 +7,7 @@ import type { Action, Change, Conflict, FirmwareChange, FirmwareFields, LiveStat
 import { canonicalJson, compareStrings } from '../canonical.js';
 import { countDeactivations } from '../safety.js';
 import { safeText } from './ansi.js';
-import { escapeMarkdown } from './markdown-escape.js';
+import { escapeMarkdown, escapeMermaid, fenced, INLINE_JSON_MAX, jsonDetails } from './markdown-escape.js';
 import { countsOf, dependencyEdits, plural, SCALAR_FIELDS, sectionOf, summaryLine, SUSPENDED, tenantsOf } from './describe.js';
 
 export interface MarkdownOptions {
@@ -27,26 +27,8 @@ const LIST_CAP = 5;
 
 export { escapeMarkdown };
 
-/** A mermaid label inside ["..."]: mermaid's own #entity; codes, never raw quotes, tags or backticks. */
-function escapeMermaid(text: string): string {
-  return safeText(text)
-    .replace(/#/g, '#35;')
-    .replace(/"/g, '#quot;')
-    .replace(/&/g, '#amp;')
-    .replace(/</g, '#lt;')
-    .replace(/>/g, '#gt;')
-    .replace(/`/g, '#96;');
-}
-
 function code(text: string): string {
   return `<code>${escapeMarkdown(text)}</code>`;
-}
-
-/** A fence longer than any backtick run inside, so that no content can close it early. */
-function fenced(lang: string, body: string): string {
-  const longest = Math.max(0, ...(body.match(/`+/g) ?? []).map((run) => run.length));
-  const fence = '`'.repeat(Math.max(3, longest + 1));
-  return `${fence}${lang}\n${body}\n${fence}`;
 }
 
 // ---------------------------------------------------------------- head
@@ -191,14 +173,24 @@ function flowchart(appends: readonly PhaseChange[], live: LiveState | undefined)
   );
 }
 
+/** JSON that fits a table cell inline; longer JSON is said to be below, in a details block. */
+function jsonCell(value: unknown): string {
+  const json = canonicalJson(value);
+  return json.length <= INLINE_JSON_MAX ? code(json) : '<i>below</i>';
+}
+
 function appendTable(appends: readonly PhaseChange[]): string {
-  return [
+  const table = [
     '| index | name | trigger_on | info |',
     '|---:|---|---|---|',
-    ...appends.map(
-      (c) => `| ${c.index} | ${escapeMarkdown(c.after.name)} | ${code(canonicalJson(c.after.trigger_on))} | ${code(canonicalJson(c.after.info))} |`,
-    ),
+    ...appends.map((c) => `| ${c.index} | ${escapeMarkdown(c.after.name)} | ${jsonCell(c.after.trigger_on)} | ${jsonCell(c.after.info)} |`),
   ].join('\n');
+  const long = appends.filter((c) => canonicalJson(c.after.trigger_on).length > INLINE_JSON_MAX || canonicalJson(c.after.info).length > INLINE_JSON_MAX);
+  const details = long.map((c) => jsonDetails(
+    `phase ${c.index} ${escapeMarkdown(c.after.name)}: trigger&#95;on and info`,
+    { trigger_on: JSON.parse(canonicalJson(c.after.trigger_on)), info: JSON.parse(canonicalJson(c.after.info)) },
+  ));
+  return [table, ...details].join('\n\n');
 }
 
 function actionUnit(appends: readonly PhaseChange[], live: LiveState | undefined): Unit {

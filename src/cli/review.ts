@@ -1,0 +1,255 @@
+// `dus-sync review`: the whole pull-request review in one step, as Atlantis-like tools do it.
+//
+//   1. plan --format markdown when the API keys (and base_url) are there; else the keyless
+//      `diff --base` (pull requests from forks get no secrets);
+//   2. the markdown on stdout, and appended to the job summary (GITHUB_STEP_SUMMARY);
+//   3. problems on their lines: invalid files, conflicts, objects that cannot be planned (and, in
+//      the diff, risky edits as warnings), as GitHub annotations on stderr or a GitLab Code Quality
+//      report (--code-quality FILE), with paths relative to the repository's root;
+//   4. one sticky comment on the pull request (GitHub) or note on the merge request (GitLab),
+//      found by its marker and its author, updated on every push.
+// Commenting is best effort: a token that may not comment (a fork's) is a warning, not a failure.
+// Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
+import { connect, enforceSafety, fetchAndPlan, loadOrThrow, tenantsOf } from '../agent/reconcile.js';
+import { hasDifferences, type DesiredDiff } from '../core/desired-diff.js';
+import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
+import { renderMarkdown } from '../core/render/markdown.js';
+import { escapeMarkdown } from '../core/render/markdown-escape.js';
+import { readApiKeys } from '../load/keys.js';
+import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
+import type { Logger, Plan, ResolvedConfig } from '../model/index.js';
+import { redact, redactDeep, registerSecret } from '../redact.js';
+import { codeQualityReport, rebaseAll, repoRootOf, workflowCommands, type Finding } from '../review/annotations.js';
+import { HostError } from '../review/http.js';
+import { githubTarget, gitlabTarget, markerFor, type StickyTarget } from '../review/sticky.js';
+import { setup } from './common.js';
+import { apiLimitFlags, stderrLogger, type GlobalOptions } from './context.js';
+import { diffAgainst } from './diff.js';
+import { planExitCode } from './plan.js';
+import { ghData } from './validate.js';
+import { writeWorkflowCommands } from './output.js';
+
+type Platform = 'github' | 'gitlab' | 'none';
+
+interface ReviewFlags {
+  mode?: 'auto' | 'plan' | 'diff';
+  base?: string;
+  platform?: 'auto' | Platform;
+  comment?: boolean;
+  marker?: string;
+  tokenEnv?: string;
+  commentAuthor?: string;
+  codeQuality?: string;
+}
+
+/** GitHub's limit on a comment's body, in characters. */
+export const COMMENT_LIMIT = 65_536;
+/** Room kept for the marker and the redaction of a short key ([REDACTED] is longer than 4 characters). */
+const RESERVE = 1_024;
+const MAX_LISTED_ISSUES = 50;
+
+interface Outcome {
+  readonly markdown: string;
+  readonly code: number;
+  readonly findings: readonly Finding[];
+  /** Thrown after the comment and the summary are written: the one handler says it. */
+  readonly error?: unknown;
+}
+
+export function detectPlatform(flag: ReviewFlags['platform'], env: NodeJS.ProcessEnv): Platform {
+  if (flag && flag !== 'auto') return flag;
+  if (env.GITHUB_ACTIONS === 'true') return 'github';
+  if (env.GITLAB_CI === 'true') return 'gitlab';
+  return 'none';
+}
+
+/** The ref the change is compared with when there is no key: the pull request's base branch. */
+export function defaultBase(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.GITHUB_BASE_REF) return `origin/${env.GITHUB_BASE_REF}`;
+  // The merge base: what the merge request changes, even when the target branch moved on.
+  if (env.CI_MERGE_REQUEST_DIFF_BASE_SHA) return env.CI_MERGE_REQUEST_DIFF_BASE_SHA;
+  if (env.CI_MERGE_REQUEST_TARGET_BRANCH_NAME) return `origin/${env.CI_MERGE_REQUEST_TARGET_BRANCH_NAME}`;
+  return undefined;
+}
+
+function tokenEnvFor(platform: Platform, flag: string | undefined): string {
+  if (flag) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(flag)) throw new UserError('--token-env takes the name of an environment variable, e.g. GITHUB_TOKEN');
+    return flag;
+  }
+  return platform === 'gitlab' ? 'DUS_NOTE_TOKEN' : 'GITHUB_TOKEN';
+}
+
+export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
+  const opts = rawOpts as unknown as ReviewFlags;
+  const log = stderrLogger(globals.debug === true);
+  const env = process.env;
+  const platform = detectPlatform(opts.platform, env);
+  const tokenEnv = tokenEnvFor(platform, opts.tokenEnv);
+  const token = env[tokenEnv]?.trim() ?? '';
+  // A secret like the API keys: redacted in every output, whatever echoes it.
+  if (token !== '') registerSecret(token);
+  const marker = markerFor(opts.marker);
+  const maxLength = COMMENT_LIMIT - RESERVE;
+
+  const cwd = process.cwd();
+  const outcome = await review(opts, globals, log, env, maxLength);
+  const root = await repoRootOf(cwd);
+  const findings = rebaseAll(outcome.findings, cwd, root);
+  const markdown = bounded(redact(outcome.markdown || problemsMarkdown(findings)), maxLength);
+
+  if (platform === 'github' && findings.length > 0) writeWorkflowCommands(workflowCommands(findings), process.stderr);
+  if (opts.codeQuality) writeCodeQuality(opts.codeQuality, findings);
+  process.stdout.write(markdown);
+  writeSummary(env.GITHUB_STEP_SUMMARY, markdown, log);
+  if (opts.comment !== false && platform !== 'none') await comment(platform, env, token, tokenEnv, `${marker}\n${markdown}`, marker, opts, log);
+
+  if (outcome.error !== undefined) throw outcome.error;
+  return outcome.code;
+}
+
+async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, env: NodeJS.ProcessEnv, maxLength: number): Promise<Outcome> {
+  try {
+    const { config, filter } = await setup(globals);
+    const desired = await loadOrThrow(config, filter);
+    const mode = opts.mode ?? 'auto';
+    const keyless = mode === 'diff' ? 'diff was asked for' : mode === 'auto' ? await whyNoPlan(config, tenantsOf(desired), env) : undefined;
+    if (keyless === undefined) return await planOutcome(config, desired, globals, log, maxLength);
+    const base = opts.base ?? defaultBase(env);
+    if (!base) throw new UserError(`review compares with git when it cannot plan (${keyless}), and needs --base GIT_REF for that, e.g. --base origin/main`);
+    log.info(`${keyless}: comparing with ${base} in git (no API access)`);
+    const { diff } = await diffAgainst(config, filter, log, base);
+    return { markdown: renderDiffMarkdown(diff, { base, maxLength }), code: hasDifferences(diff) ? 2 : 0, findings: diffFindings(diff) };
+  } catch (err) {
+    if (err instanceof ConfigError) return { markdown: '', code: 1, findings: err.issues.map(issueFinding), error: err };
+    return { markdown: failureMarkdown(err), code: 1, findings: [], error: err };
+  }
+}
+
+/** Why a live plan cannot be made here (no key, no base_url), or undefined when it can. */
+async function whyNoPlan(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  if (!config.baseUrl) return 'no base_url';
+  try {
+    await readApiKeys(config, tenants, env);
+    return undefined;
+  } catch (err) {
+    if (err instanceof UserError) return err.message.replace(/:.*$/, '');
+    throw err;
+  }
+}
+
+async function planOutcome(config: ResolvedConfig, desired: Awaited<ReturnType<typeof loadOrThrow>>, globals: GlobalOptions, log: Logger, maxLength: number): Promise<Outcome> {
+  const client = await connect(config, tenantsOf(desired), {
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals),
+  });
+  try {
+    const { live, plan } = await fetchAndPlan(client, desired, 8);
+    warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
+    let markdown = renderMarkdown(redactDeep(plan), { live: redactDeep(live), suspended: config.suspend, maxLength: maxLength - 600 });
+    let code = planExitCode(plan, true);
+    try {
+      enforceSafety(plan, config, {});
+    } catch (err) {
+      if (!(err instanceof UnsafePlanError)) throw err;
+      markdown += `\n> [!CAUTION]\n> **apply would refuse this plan**: ${escapeMarkdown(err.message.replace(/ Nothing was written\.$/, ''))}\n`;
+      code = 1;
+    }
+    return { markdown, code, findings: planFindings(plan) };
+  } finally {
+    await client.close();
+  }
+}
+
+// ---------------------------------------------------------------- findings
+
+function issueFinding(i: ConfigIssue): Finding {
+  return { severity: 'error', file: i.file, line: i.line, column: i.column, title: 'invalid', message: i.message };
+}
+
+export function planFindings(plan: Plan): Finding[] {
+  return [
+    ...plan.conflicts.flatMap((c) => c.source ? [{ severity: 'error' as const, ...c.source, title: 'conflict', message: c.message }] : []),
+    ...plan.errors.flatMap((e) => e.source ? [{ severity: 'error' as const, ...e.source, title: 'cannot plan', message: e.message }] : []),
+  ];
+}
+
+/** Risky edits, at the object they are about when it is in the working tree. */
+function diffFindings(diff: DesiredDiff): Finding[] {
+  return diff.warnings.flatMap((w) => {
+    const entry = diff.entries.find((e) => e.tenant === w.tenant && e.kind === w.kind && e.key === w.key && e.op !== 'remove');
+    return entry ? [{ severity: 'warning' as const, ...entry.source, title: 'risky edit', message: w.message }] : [];
+  });
+}
+
+// ---------------------------------------------------------------- markdown
+
+function problemsMarkdown(findings: readonly Finding[]): string {
+  const n = findings.length;
+  const lines = findings.slice(0, MAX_LISTED_ISSUES).map((f) => `- <code>${escapeMarkdown(`${f.file}:${f.line}:${f.column ?? 1}`)}</code>: ${escapeMarkdown(f.message)}`);
+  if (n > MAX_LISTED_ISSUES) lines.push(`- … and ${n - MAX_LISTED_ISSUES} more: run \`dus-sync validate\``);
+  return ['## dus-sync plan', '', `**${n} problem${n === 1 ? '' : 's'} in the desired-state files: nothing can be planned until ${n === 1 ? 'it is' : 'they are'} fixed.**`, '', ...lines, ''].join('\n');
+}
+
+function failureMarkdown(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return ['## dus-sync plan', '', '> [!CAUTION]', `> **The review could not run**: ${escapeMarkdown(message)}`, ''].join('\n');
+}
+
+/** A last bound, after redaction: cut at a line with a note (the renderers stay well under it). */
+export function bounded(markdown: string, max: number): string {
+  if (markdown.length <= max) return markdown;
+  const note = '\n\n> [!NOTE]\n> … cut to stay under the comment size limit.\n';
+  const cut = markdown.slice(0, max - note.length);
+  return cut.slice(0, Math.max(0, cut.lastIndexOf('\n'))) + note;
+}
+
+// ---------------------------------------------------------------- outputs
+
+function writeCodeQuality(path: string, findings: readonly Finding[]): void {
+  try {
+    writeFileSync(path, redact(codeQualityReport(findings)));
+  } catch (err) {
+    throw new UserError(`could not write the Code Quality report to ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+}
+
+function writeSummary(path: string | undefined, markdown: string, log: Logger): void {
+  if (!path) return;
+  try {
+    appendFileSync(path, `${markdown}\n`);
+  } catch (err) {
+    log.warn(`could not write the job summary (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+}
+
+async function comment(platform: Exclude<Platform, 'none'>, env: NodeJS.ProcessEnv, token: string, tokenEnv: string, body: string, marker: string, opts: ReviewFlags, log: Logger): Promise<void> {
+  const warn = (message: string) => {
+    if (platform === 'github') writeWorkflowCommands(`::warning title=dus-sync review::${ghData(message)}\n`, process.stderr);
+    else log.warn(message);
+  };
+  if (token === '') {
+    warn(`no comment: ${tokenEnv} is not set (the result is in the job's log${platform === 'github' ? ' and summary' : ''})`);
+    return;
+  }
+  let target: StickyTarget | string;
+  try {
+    target = platform === 'github' ? githubTarget(env, { token, ...(opts.commentAuthor ? { author: opts.commentAuthor } : {}) }) : gitlabTarget(env, token);
+  } catch (err) {
+    warn(`no comment: ${(err as Error).message}`);
+    return;
+  }
+  if (typeof target === 'string') {
+    warn(`no comment: ${target}`);
+    return;
+  }
+  try {
+    const result = await target.post(body, marker);
+    if (result.truncated) warn(`no earlier comment found in the first pages of ${target.where}: a new one was made`);
+    log.info(`${result.action === 'created' ? 'commented on' : result.action === 'updated' ? 'updated the comment on' : 'the comment is already up to date on'} ${target.where}`);
+  } catch (err) {
+    if (!(err instanceof HostError)) throw err;
+    warn(`no comment on ${target.where}: ${err.message}`);
+  }
+}

@@ -1,0 +1,347 @@
+// `dus-sync review` through the built CLI, against a fake GitHub and a fake GitLab (node:http on
+// 127.0.0.1 port 0) and the emulator: one sticky comment created then updated, someone else's
+// comment with the marker left alone, a fork's 403 a warning, the token never in any output,
+// annotations with paths from the repository's root when run from a subfolder; and the action's
+// run step, by bash, as a runner runs it.
+import { execFile, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
+import { REPO } from '../diff/built-cli.js';
+
+const CLI = join(REPO, 'dist', 'cli.js');
+const TOKEN = 'ghs_review_token_5ecret_9f8e7d6c5b4a';
+const GL_TOKEN = 'glpat-review-token-5ecret-1a2b3c4d';
+const MARKER = '<!-- dus-sync-plan -->';
+const work = mkdtempSync(join(tmpdir(), 'dus-review-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+const git = (cwd: string, ...args: string[]) => promisify(execFile)('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', '-c', 'commit.gpgsign=false', ...args], { cwd });
+
+interface Run { status: number | null; stdout: string; stderr: string }
+function exec(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((done) => {
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.on('close', (status) => done({ status, stdout, stderr }));
+  });
+}
+
+/** A clean environment: no CI variables of the machine running the tests leak in. */
+function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME, NO_COLOR: '1' };
+  return { ...env, ...extra };
+}
+
+/** A repository whose config lives in config/ (the working-directory case), origin/main the base. */
+async function makeRepo(name: string): Promise<{ root: string; dir: string }> {
+  const root = join(work, name);
+  const dir = join(root, 'config');
+  mkdirSync(root);
+  cpSync(join(REPO, 'examples'), dir, { recursive: true, filter: (src) => !src.includes(`${join('examples', 'ci')}`) && !src.includes(`${join('examples', 'deploy')}`) });
+  await git(root, 'init', '-q', '-b', 'main');
+  await git(root, 'add', '-A');
+  await git(root, 'commit', '-q', '-m', 'base');
+  await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+  return { root, dir };
+}
+
+const rollout = (dir: string) => join(dir, 'tenants', 'acme', 'actions', 'modem-2.5-rollout.yaml');
+function appendPhase(dir: string, name: string): void {
+  writeFileSync(rollout(dir), `${readFileSync(rollout(dir), 'utf8')}    - name: ${name}\n      trigger_on: { after_minutes: 5000 }\n      info: { fleet_percent: 100 }\n`);
+}
+
+interface Served { url: string; requests: { method: string; url: string; auth: string }[]; close(): Promise<void> }
+async function serve(handler: (req: IncomingMessage, body: string, res: ServerResponse) => void): Promise<Served> {
+  const requests: Served['requests'] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => { body += d.toString(); });
+    req.on('end', () => {
+      requests.push({ method: req.method!, url: req.url!, auth: String(req.headers.authorization ?? req.headers['private-token'] ?? '') });
+      handler(req, body, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+function json(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(value));
+}
+
+// ---------------------------------------------------------------- a fake GitHub
+
+interface Comment { id: number; user: { login: string; type: string }; body: string }
+const github = {
+  comments: [] as Comment[],
+  /** 403 on writes, like the read-only token of a fork's pull request; the message echoes the token. */
+  readOnly: false,
+  nextId: 100,
+};
+let gh: Served;
+
+function githubHandler(req: IncomingMessage, body: string, res: ServerResponse): void {
+  const url = new URL(req.url!, 'http://x');
+  if (req.headers.authorization !== `Bearer ${TOKEN}`) return json(res, 401, { message: 'Bad credentials' });
+  if (url.pathname === '/user') return json(res, 403, { message: 'Resource not accessible by integration' });
+  if (url.pathname === '/repos/acme/config/issues/5/comments' && req.method === 'GET') {
+    // Two a page, to prove the pages are followed.
+    const page = Number(url.searchParams.get('page') ?? '1');
+    const items = github.comments.slice((page - 1) * 2, page * 2);
+    const more = page * 2 < github.comments.length;
+    return json(res, 200, items, more ? { link: `<${gh.url}/repos/acme/config/issues/5/comments?per_page=100&page=${page + 1}>; rel="next"` } : {});
+  }
+  if (github.readOnly) return json(res, 403, { message: `Resource not accessible by integration (token ${TOKEN})` });
+  if (url.pathname === '/repos/acme/config/issues/5/comments' && req.method === 'POST') {
+    const c = { id: github.nextId++, user: { login: 'github-actions[bot]', type: 'Bot' }, body: (JSON.parse(body) as { body: string }).body };
+    github.comments.push(c);
+    return json(res, 201, c);
+  }
+  const m = /^\/repos\/acme\/config\/issues\/comments\/(\d+)$/.exec(url.pathname);
+  if (m && req.method === 'PATCH') {
+    const c = github.comments.find((x) => x.id === Number(m[1]));
+    if (!c) return json(res, 404, { message: 'Not Found' });
+    c.body = (JSON.parse(body) as { body: string }).body;
+    return json(res, 200, c);
+  }
+  json(res, 404, { message: 'Not Found' });
+}
+
+// ---------------------------------------------------------------- a fake GitLab
+
+interface Note { id: number; author: { id: number; username: string }; body: string; system: boolean }
+const gitlab = { notes: [] as Note[], readOnly: false, nextId: 500 };
+function gitlabHandler(req: IncomingMessage, body: string, res: ServerResponse): void {
+  const url = new URL(req.url!, 'http://x');
+  if (req.headers['private-token'] !== GL_TOKEN) return json(res, 401, { message: '401 Unauthorized' });
+  if (url.pathname === '/api/v4/user') return json(res, 200, { id: 77, username: 'project_9_bot' });
+  const base = '/api/v4/projects/9/merge_requests/3/notes';
+  if (url.pathname === base && req.method === 'GET') {
+    const page = Number(url.searchParams.get('page') ?? '1');
+    const items = gitlab.notes.slice((page - 1) * 2, page * 2);
+    return json(res, 200, items, { 'x-next-page': page * 2 < gitlab.notes.length ? String(page + 1) : '' });
+  }
+  if (gitlab.readOnly) return json(res, 403, { message: '403 Forbidden' });
+  if (url.pathname === base && req.method === 'POST') {
+    const n = { id: gitlab.nextId++, author: { id: 77, username: 'project_9_bot' }, body: (JSON.parse(body) as { body: string }).body, system: false };
+    gitlab.notes.push(n);
+    return json(res, 201, n);
+  }
+  const m = new RegExp(`^${base}/(\\d+)$`).exec(url.pathname);
+  if (m && req.method === 'PUT') {
+    const n = gitlab.notes.find((x) => x.id === Number(m[1]));
+    if (!n) return json(res, 404, { message: '404 Not found' });
+    n.body = (JSON.parse(body) as { body: string }).body;
+    return json(res, 200, n);
+  }
+  json(res, 404, { message: '404 Not found' });
+}
+
+let gl: Served;
+let emulator: RunningEmulator;
+beforeAll(async () => {
+  if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run npm run build (npm test does it first)');
+  gh = await serve(githubHandler);
+  gl = await serve(gitlabHandler);
+  emulator = await startEmulator({ seed: join(REPO, 'examples', 'emulator-seed.yaml') });
+});
+afterAll(async () => { await gh?.close(); await gl?.close(); await emulator?.close(); });
+
+function githubEnv(summary: string): Record<string, string> {
+  const event = join(work, 'event.json');
+  writeFileSync(event, JSON.stringify({ action: 'synchronize', number: 5, pull_request: { number: 5 } }));
+  return {
+    GITHUB_ACTIONS: 'true', GITHUB_TOKEN: TOKEN, GITHUB_API_URL: gh.url, GITHUB_REPOSITORY: 'acme/config',
+    GITHUB_EVENT_PATH: event, GITHUB_STEP_SUMMARY: summary, GITHUB_BASE_REF: 'main',
+  };
+}
+
+const noToken = (r: Run) => {
+  for (const t of [TOKEN, GL_TOKEN, 'review_token_5ecret', 'review-token-5ecret']) {
+    expect(r.stdout).not.toContain(t);
+    expect(r.stderr).not.toContain(t);
+  }
+};
+
+describe('review on GitHub (no API keys: the diff against the base branch)', () => {
+  let repo: { root: string; dir: string };
+  const summary = join(work, 'summary-gh.md');
+  beforeAll(async () => { repo = await makeRepo('gh'); });
+  beforeEach(() => { github.readOnly = false; });
+  const review = () => exec(process.execPath, [CLI, 'review'], repo.dir, baseEnv(githubEnv(summary)));
+
+  it('first run creates the comment, the summary and the output', async () => {
+    // Someone else's comments, with and without the marker: page 1 and 2 of the list.
+    github.comments.push(
+      { id: 1, user: { login: 'octocat', type: 'User' }, body: 'looks good' },
+      { id: 2, user: { login: 'mallory', type: 'User' }, body: `${MARKER}\nnothing to see` },
+      { id: 3, user: { login: 'github-actions[bot]', type: 'Bot' }, body: 'another bot comment without the marker' },
+    );
+    appendPhase(repo.dir, 'wave-3');
+    const r = await review();
+    expect(r.status, r.stderr).toBe(2);
+    noToken(r);
+    expect(r.stdout).toMatch(/^## dus-sync diff: `origin\/main` → this change/);
+    expect(r.stdout).toContain('phase 4 `wave-3`');
+    const mine = github.comments.filter((c) => c.user.login === 'github-actions[bot]' && c.body.includes(MARKER));
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.body).toBe(`${MARKER}\n${r.stdout}`);
+    expect(mine[0]!.body.length).toBeLessThan(65_536);
+    expect(github.comments.find((c) => c.id === 2)!.body).toBe(`${MARKER}\nnothing to see`);
+    expect(readFileSync(summary, 'utf8')).toContain(r.stdout);
+    expect(r.stderr).toMatch(/commented on pull request #5 of acme\/config/);
+    // Every request carried the token in its header, and went to the fake only.
+    expect(gh.requests.every((q) => q.auth === `Bearer ${TOKEN}`)).toBe(true);
+  });
+
+  it('second run updates the same comment, never touching the other author\'s', async () => {
+    const before = github.comments.map((c) => c.id);
+    appendPhase(repo.dir, 'wave-4');
+    const r = await review();
+    expect(r.status, r.stderr).toBe(2);
+    noToken(r);
+    expect(github.comments.map((c) => c.id)).toEqual(before);
+    const mine = github.comments.filter((c) => c.user.login === 'github-actions[bot]' && c.body.includes(MARKER));
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.body).toContain('wave-4');
+    expect(gh.requests.filter((q) => q.method === 'PATCH').map((q) => q.url)).toEqual([`/repos/acme/config/issues/comments/${mine[0]!.id}`]);
+    expect(github.comments.find((c) => c.id === 2)!.body).toBe(`${MARKER}\nnothing to see`);
+    expect(r.stderr).toMatch(/updated the comment/);
+  });
+
+  it('a fork\'s read-only token: a warning, the summary still written, the exit code the diff\'s', async () => {
+    github.readOnly = true;
+    appendPhase(repo.dir, 'wave-5');
+    rmSync(summary, { force: true });
+    const r = await review();
+    expect(r.status, r.stderr).toBe(2);
+    noToken(r);
+    expect(r.stderr).toMatch(/^::warning title=dus-sync review::no comment on pull request #5 of acme\/config: could not update the comment: HTTP 403 \(Resource not accessible by integration \(token \[REDACTED\]\)\) \(a pull request from a fork gets a read-only token/m);
+    expect(readFileSync(summary, 'utf8')).toContain('wave-5');
+  });
+
+  it('annotates invalid files at their path from the repository root, and lists them in the comment', async () => {
+    const broken = join(repo.dir, 'tenants', 'acme', 'broken.yaml');
+    writeFileSync(broken, 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "9.9.9"\n  uncompressed_size: -1\n');
+    const r = await review();
+    rmSync(broken);
+    expect(r.status).toBe(1);
+    noToken(r);
+    // Run from config/, the path is config/tenants/...: the file as the pull request's diff names it.
+    expect(r.stderr).toMatch(/^::error file=config\/tenants\/acme\/broken\.yaml,line=6,col=\d+,title=dus-sync%3A invalid::/m);
+    expect(r.stdout).toContain('<code>config/tenants/acme/broken.yaml:6:');
+    expect(github.comments.find((c) => c.user.login === 'github-actions[bot]' && c.body.includes(MARKER))!.body).toContain('problem');
+    // The one top-level handler still says it, as for every command.
+    expect(r.stderr).toMatch(/^error: 1 problem in the configuration/m);
+  });
+});
+
+describe('review with the API keys: the live plan', () => {
+  it('plans, comments, and annotates a conflict at the phase\'s line from the repository root', async () => {
+    const repo = await makeRepo('plan');
+    // Edit a phase that is already live: a conflict.
+    writeFileSync(rollout(repo.dir), readFileSync(rollout(repo.dir), 'utf8').replace('info: { fleet_percent: 10 }', 'info: { fleet_percent: 20 }'));
+    github.comments.length = 0;
+    const env = baseEnv({ ...githubEnv(join(work, 'summary-plan.md')), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_BASE_URL: emulator.url, DUS_SYNC_STATE_DIR: join(work, 'state-plan') });
+    const r = await exec(process.execPath, [CLI, 'review'], repo.dir, env);
+    expect(r.status).toBe(1);
+    noToken(r);
+    expect(r.stdout).toMatch(/^## dus-sync plan\n/);
+    expect(r.stdout).toContain('**conflict** on action <code>42</code>');
+    expect(r.stderr).toMatch(/^::error file=config\/tenants\/acme\/actions\/modem-2\.5-rollout\.yaml,line=1[0-9],col=\d+,title=dus-sync%3A conflict::/m);
+    expect(r.stderr).not.toContain('dev-key-acme');
+    expect(github.comments).toHaveLength(1);
+    expect(github.comments[0]!.body.startsWith(`${MARKER}\n## dus-sync plan`)).toBe(true);
+  });
+});
+
+describe('review on GitLab: one note, a Code Quality report', () => {
+  let repo: { root: string; dir: string };
+  beforeAll(async () => { repo = await makeRepo('gl'); });
+  const env = () => baseEnv({
+    GITLAB_CI: 'true', CI_API_V4_URL: `${gl.url}/api/v4`, CI_PROJECT_ID: '9', CI_MERGE_REQUEST_IID: '3',
+    CI_MERGE_REQUEST_TARGET_BRANCH_NAME: 'main', DUS_NOTE_TOKEN: GL_TOKEN,
+  });
+  const review = () => exec(process.execPath, [CLI, 'review', '--code-quality', join(repo.root, 'gl-code-quality-report.json')], repo.dir, env());
+
+  it('creates the note, then updates it; another author\'s note with the marker is left alone', async () => {
+    gitlab.notes.push(
+      { id: 1, author: { id: 5, username: 'alice' }, body: `${MARKER}\nquoted`, system: false },
+      { id: 2, author: { id: 77, username: 'project_9_bot' }, body: `${MARKER}\nchanged the description`, system: true },
+      { id: 3, author: { id: 5, username: 'alice' }, body: 'lgtm', system: false },
+    );
+    appendPhase(repo.dir, 'wave-3');
+    const first = await review();
+    expect(first.status, first.stderr).toBe(2);
+    noToken(first);
+    const mine = () => gitlab.notes.filter((n) => n.author.id === 77 && !n.system);
+    expect(mine()).toHaveLength(1);
+    expect(mine()[0]!.body).toBe(`${MARKER}\n${first.stdout}`);
+    appendPhase(repo.dir, 'wave-4');
+    const second = await review();
+    expect(second.status, second.stderr).toBe(2);
+    expect(mine()).toHaveLength(1);
+    expect(mine()[0]!.body).toContain('wave-4');
+    expect(gitlab.notes.find((n) => n.id === 1)!.body).toBe(`${MARKER}\nquoted`);
+    expect(gitlab.notes.find((n) => n.id === 2)!.body).toBe(`${MARKER}\nchanged the description`);
+    expect(gl.requests.filter((q) => q.method === 'PUT')).toHaveLength(1);
+    expect(gl.requests.every((q) => q.auth === GL_TOKEN)).toBe(true);
+  });
+
+  it('writes problems to the Code Quality report with paths from the repository root; a 403 is a warning', async () => {
+    gitlab.readOnly = true;
+    writeFileSync(rollout(repo.dir), readFileSync(rollout(repo.dir), 'utf8').replace('name: wave-1', 'name: wave-one'));
+    const r = await review();
+    expect(r.status, r.stderr).toBe(2);
+    noToken(r);
+    expect(r.stderr).toMatch(/^warning: no comment on merge request !3: could not update the note: HTTP 403/m);
+    const report = JSON.parse(readFileSync(join(repo.root, 'gl-code-quality-report.json'), 'utf8')) as { location: { path: string; lines: { begin: number } }; severity: string; fingerprint: string }[];
+    expect(report.length).toBeGreaterThan(0);
+    expect(report[0]!.location.path).toBe('config/tenants/acme/actions/modem-2.5-rollout.yaml');
+    expect(report[0]!.severity).toBe('minor');
+    expect(report[0]!.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('the action\'s run step with command: review, by bash as a runner runs it', () => {
+  const action = parse(readFileSync(join(REPO, 'action.yml'), 'utf8')) as { runs: { steps: Array<{ id?: string; run?: string; env?: Record<string, string> }> } };
+  const step = action.runs.steps.find((s) => s.id === 'run')!;
+
+  it('comments through GITHUB_TOKEN from the github-token input, exit-code 2 passes the step', async () => {
+    const repo = await makeRepo('action');
+    appendPhase(repo.dir, 'wave-3');
+    github.comments.length = 0;
+    github.readOnly = false;
+    const outputs = join(work, 'action-outputs');
+    writeFileSync(outputs, '');
+    const env = baseEnv({
+      ...githubEnv(join(work, 'summary-action.md')), GITHUB_TOKEN: '', INPUT_GITHUB_TOKEN: TOKEN,
+      GITHUB_OUTPUT: outputs, RUNNER_TEMP: work, GITHUB_RUN_ID: '7', GITHUB_ACTION: 'review',
+      INPUT_COMMAND: 'review', INPUT_ARGS: '', DUS_SYNC_CLI: CLI, INPUT_FAIL_ON_CHANGES: 'false',
+    });
+    expect(step.env?.INPUT_GITHUB_TOKEN).toBe('${{ inputs.github-token }}');
+    const r = await exec('bash', ['-e', '-c', step.run!], repo.dir, env);
+    expect(r.status, r.stderr).toBe(0);
+    noToken(r);
+    const out = Object.fromEntries(readFileSync(outputs, 'utf8').split('\n').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    expect(out['exit-code']).toBe('2');
+    expect(github.comments).toHaveLength(1);
+    expect(github.comments[0]!.body).toBe(`${MARKER}\n${readFileSync(out['output-file']!, 'utf8')}`);
+  });
+
+  it('does not hand the token to the other commands', () => {
+    expect(step.run).toMatch(/if \[ "\$\{INPUT_COMMAND\}" = review \]/);
+    expect(step.run).toContain('unset INPUT_GITHUB_TOKEN');
+  });
+});
