@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { safeText } from '../core/render/ansi.js';
 import { UserError } from '../errors.js';
-import { redact } from '../redact.js';
+import { redact, secretsGeneration } from '../redact.js';
 import { PAGE_HEADERS } from './status-page.js';
 
 export interface ListenAddress {
@@ -134,8 +134,22 @@ async function handle(req: IncomingMessage, res: ServerResponse, opts: HttpOptio
   }
 }
 
-function send(res: ServerResponse, status: number, type: string, text: string, headers: Record<string, string> = {}): void {
+/**
+ * The last body redacted, while no key has been added since: the status page hands the same
+ * string to every reload within a second, and redacting a large page takes tens of milliseconds.
+ */
+let lastRedacted: { readonly text: string; readonly generation: number; readonly body: string } | undefined;
+
+function redactBody(text: string): string {
+  const generation = secretsGeneration();
+  if (lastRedacted && lastRedacted.text === text && lastRedacted.generation === generation) return lastRedacted.body;
   const body = redact(text);
+  lastRedacted = { text, generation, body };
+  return body;
+}
+
+function send(res: ServerResponse, status: number, type: string, text: string, headers: Record<string, string> = {}): void {
+  const body = redactBody(text);
   res.writeHead(status, {
     'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-length': Buffer.byteLength(body), ...headers,
   });

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { PassDetail } from '../core/status-detail.js';
 import { PAGE_STYLE, renderStatusPage, type StatusPageInput } from '../core/render/status-page.js';
-import { redact, redactDeep } from '../redact.js';
+import { redact, redactDeep, secretsGeneration } from '../redact.js';
 import type { PassRecorder } from './watch.js';
 import type { PassResult } from './types.js';
 
@@ -32,6 +32,9 @@ export type PageAgentState = StatusPageInput['agent'];
 export class StatusBoard implements PassRecorder {
   private last: StatusPageInput['last'];
   private tenants: { detail: PassDetail; at: number } | undefined;
+  private passes = 0;
+  /** The page as last rendered: reloads within the same second cost a string comparison. */
+  private cached: { key: string; html: string } | undefined;
 
   constructor(private readonly opts: { readonly version?: string; readonly refreshSeconds?: number } = {}) {}
 
@@ -47,10 +50,17 @@ export class StatusBoard implements PassRecorder {
       ...(result.issues ? { issues: result.issues, issueTotal: result.issueTotal ?? result.issues.length } : {}),
     });
     if (result.detail) this.tenants = { detail: redactDeep(result.detail), at: now };
+    this.passes += 1;
   }
 
+  /**
+   * The page, rendered at most once a second for the same state (its times are to the second):
+   * a large one takes tens of milliseconds, and any number of viewers may reload it.
+   */
   render(agent: PageAgentState, now: number): string {
-    return redact(renderStatusPage({
+    const key = `${this.passes}|${secretsGeneration()}|${Math.floor(now / 1000)}|${JSON.stringify(agent)}`;
+    if (this.cached?.key === key) return this.cached.html;
+    const html = redact(renderStatusPage({
       now,
       refreshSeconds: this.opts.refreshSeconds ?? DEFAULT_REFRESH_SECONDS,
       agent,
@@ -58,5 +68,7 @@ export class StatusBoard implements PassRecorder {
       ...(this.last ? { last: this.last } : {}),
       ...(this.tenants ? { tenants: this.tenants } : {}),
     }));
+    this.cached = { key, html };
+    return html;
   }
 }

@@ -124,25 +124,51 @@ function tenantsOf(desired: DesiredState): string[] {
   return [...set].sort(compareStrings);
 }
 
+function byTenant<T>(items: readonly T[], tenant: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const i of items) {
+    const list = out.get(tenant(i));
+    if (list) list.push(i);
+    else out.set(tenant(i), [i]);
+  }
+  return out;
+}
+
+/** The plan and results grouped once: a pass may hold thousands of objects in hundreds of tenants. */
+interface Grouped {
+  readonly changes: Map<string, DetailInput['plan']['changes'][number][]>;
+  readonly conflicts: Map<string, DetailInput['plan']['conflicts'][number][]>;
+  readonly errors: Map<string, DetailInput['plan']['errors'][number][]>;
+  readonly results: Map<string, ChangeResult[]>;
+  readonly actions: Map<string, DesiredAction[]>;
+}
+
 export function passDetail(input: DetailInput): PassDetail {
   const tenants = tenantsOf(input.desired);
+  const grouped: Grouped = {
+    changes: byTenant(input.plan.changes, (c) => c.tenant),
+    conflicts: byTenant(input.plan.conflicts, (c) => c.tenant),
+    errors: byTenant(input.plan.errors, (e) => e.tenant),
+    results: byTenant(input.results ?? [], (r) => r.change.tenant),
+    actions: byTenant(input.desired.actions, (a) => a.tenant),
+  };
   return {
-    tenants: tenants.slice(0, DETAIL_LIMITS.tenants).map((t) => tenantDetail(t, input)),
+    tenants: tenants.slice(0, DETAIL_LIMITS.tenants).map((t) => tenantDetail(t, input, grouped)),
     tenantTotal: tenants.length,
   };
 }
 
-function tenantDetail(tenant: string, input: DetailInput): TenantDetail {
-  const { plan, results } = input;
-  const changes = plan.changes.filter((c) => c.tenant === tenant);
-  const mine = (results ?? []).filter((r) => r.change.tenant === tenant);
+function tenantDetail(tenant: string, input: DetailInput, g: Grouped): TenantDetail {
+  const { results } = input;
+  const changes = g.changes.get(tenant) ?? [];
+  const mine = g.results.get(tenant) ?? [];
   const applied = mine.filter((r) => r.status === 'applied').length;
   const failed = mine.filter((r) => r.status === 'failed');
   const problems: StatusProblem[] = [
-    ...plan.conflicts.filter((c) => c.tenant === tenant).map((c): StatusProblem => ({
+    ...(g.conflicts.get(tenant) ?? []).map((c): StatusProblem => ({
       kind: 'conflict', subject: `action ${c.key}`, message: clip(c.message, DETAIL_LIMITS.message), ...at(c.source),
     })),
-    ...plan.errors.filter((e) => e.tenant === tenant).map((e): StatusProblem => ({
+    ...(g.errors.get(tenant) ?? []).map((e): StatusProblem => ({
       kind: 'error', subject: `${e.kind} ${clip(e.key, DETAIL_LIMITS.name)}`, message: clip(e.message, DETAIL_LIMITS.message), ...at(e.source),
     })),
     ...failed.map((r): StatusProblem => ({
@@ -164,7 +190,7 @@ function tenantDetail(tenant: string, input: DetailInput): TenantDetail {
     m.set(r.change.index, r.change.after.name);
     appendedNow.set(r.change.action_id, m);
   }
-  const declared = input.desired.actions.filter((a) => a.tenant === tenant).sort((a, b) => a.id - b.id);
+  const declared = [...(g.actions.get(tenant) ?? [])].sort((a, b) => a.id - b.id);
   const liveTenant = input.live.tenants.get(tenant);
   const actions = declared.slice(0, DETAIL_LIMITS.actions).map((a) => timeline(
     a, liveTenant?.actions.get(a.id), liveTenant?.actionErrors?.get(a.id), appendedNow.get(a.id) ?? new Map<number, string>(),

@@ -231,6 +231,33 @@ describe('StatusBoard: keys never reach the page', () => {
   });
 });
 
+describe('StatusBoard: cheap reloads', () => {
+  it('renders once a second for the same state, again after a pass or when a key is added', () => {
+    const board = new StatusBoard();
+    const want = desired(action(1, ['canary']));
+    const have = live({ acme: { actions: [liveAction(1, ['canary-late-registered-key-0123'], { phases_triggered: [false] })] } });
+    board.recordPass(result('conflict', { detail: passDetail({ desired: want, live: have, plan: plan(want, have) }) }), 1, NOW);
+    const first = board.render(AGENT, NOW);
+    expect(board.render(AGENT, NOW + 999)).toBe(first);
+    expect(board.render(AGENT, NOW + 1000)).not.toBe(first);
+    // A key read after the page was rendered (a rotated secret) is redacted at the next reload.
+    expect(first).toContain('canary-late-registered-key-0123');
+    registerSecret('late-registered-key-0123');
+    expect(board.render(AGENT, NOW + 1000)).not.toContain('late-registered-key');
+    board.recordPass(result('success'), 1, NOW + 1500);
+    expect(board.render(AGENT, NOW + 1500)).toContain('Last pass');
+  });
+
+  it('serves a key added since the last identical body redacted (the HTTP layer\'s memo follows the keys)', async () => {
+    const text = 'phase named after-the-key-registered-later-42';
+    const http = await startHttp({ listen: '127.0.0.1:0', metrics: new AgentMetrics(), readiness: () => ({ ready: true }), page: () => text });
+    servers.push(http);
+    expect(await (await fetch(`${http.url}/`)).text()).toBe(text);
+    registerSecret('the-key-registered-later');
+    expect(await (await fetch(`${http.url}/`)).text()).toBe('phase named after-[REDACTED]-42');
+  });
+});
+
 describe('GET / on the agent\'s HTTP server', () => {
   async function serve(pageHtml: () => string) {
     const http = await startHttp({ listen: '127.0.0.1:0', metrics: new AgentMetrics(), readiness: () => ({ ready: true }), page: pageHtml });
