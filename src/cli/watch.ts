@@ -37,7 +37,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;
 
   const metrics = new AgentMetrics();
-  const board = new StatusBoard({ version: VERSION });
+  // The page's memory is kept (and redacted each pass) only when something can serve it.
+  const board = typeof opts.listen === 'string' ? new StatusBoard({ version: VERSION }) : undefined;
   // The pass reports each config it reads to the loop, which is built right after it.
   const loop: { watcher?: Watcher } = {};
   const reconcile = createReconcilePass({
@@ -66,13 +67,13 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     intervalMs: intervalOf(first),
     log,
     metrics: {
-      recordPass: (r, ms, now) => { metrics.recordPass(r, ms, now); board.recordPass(r, ms, now); },
+      recordPass: (r, ms, now) => { board?.recordPass(r, ms, now); metrics.recordPass(r, ms, now); },
     },
   });
   loop.watcher = agent;
 
   let http: AgentHttp | undefined;
-  if (typeof opts.listen === 'string') {
+  if (board && typeof opts.listen === 'string') {
     http = await startHttp({
       listen: opts.listen,
       metrics,
