@@ -35,16 +35,24 @@ const MAX_DECODE_LEVELS = 4;
 
 const secrets = new Set<string>();
 let compiled: Matcher | undefined;
+let generation = 0;
 
 export function registerSecret(value: string): void {
   if (value.length < MIN_SECRET || secrets.has(value)) return;
   secrets.add(value);
   compiled = undefined;
+  generation += 1;
 }
 
 export function clearSecretsForTests(): void {
   secrets.clear();
   compiled = undefined;
+  generation += 1;
+}
+
+/** Changes whenever the set of keys does: a text redacted under an older generation must be redacted again. */
+export function secretsGeneration(): number {
+  return generation;
 }
 
 /** The text with every form of every registered key replaced by [REDACTED]. */

@@ -1,4 +1,5 @@
-// The agent's small HTTP server: /healthz (liveness), /readyz (readiness), /metrics (Prometheus).
+// The agent's small HTTP server: /healthz (liveness), /readyz (readiness), /metrics (Prometheus)
+// and, when given one, a read-only status page at / (src/agent/status-page.ts).
 // Every body leaves through send(), which redacts it: the readiness reason quotes the last
 // pass's message (a server's words), and metrics labels carry names from the config.
 import { clip } from '../core/canonical.js';
@@ -6,7 +7,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { safeText } from '../core/render/ansi.js';
 import { UserError } from '../errors.js';
-import { redact } from '../redact.js';
+import { redact, secretsGeneration } from '../redact.js';
+import { PAGE_HEADERS } from './status-page.js';
 
 export interface ListenAddress {
   /** undefined: every interface (Node's default, dual-stack where available). */
@@ -61,6 +63,8 @@ export interface HttpOptions {
   readonly listen: string | ListenAddress;
   readonly metrics: MetricsSource;
   readonly readiness: () => Readiness;
+  /** The status page's HTML, rendered from memory (it must not call the API). */
+  readonly page?: () => string;
 }
 
 export interface AgentHttp {
@@ -115,17 +119,40 @@ async function handle(req: IncomingMessage, res: ServerResponse, opts: HttpOptio
       case '/metrics':
         send(res, 200, opts.metrics.contentType, await opts.metrics.text());
         return;
-      default:
+      case '/':
+        if (opts.page) {
+          send(res, 200, 'text/html; charset=utf-8', opts.page(), PAGE_HEADERS);
+          return;
+        }
         send(res, 404, 'text/plain; charset=utf-8', 'not found: try /healthz, /readyz or /metrics\n');
+        return;
+      default:
+        send(res, 404, 'text/plain; charset=utf-8', `not found: try ${opts.page ? '/, ' : ''}/healthz, /readyz or /metrics\n`);
     }
   } catch (err) {
     send(res, 500, 'text/plain; charset=utf-8', `${safeText(err instanceof Error ? err.message : String(err))}\n`);
   }
 }
 
-function send(res: ServerResponse, status: number, type: string, text: string, headers: Record<string, string> = {}): void {
+/**
+ * The last body redacted, while no key has been added since: the status page hands the same
+ * string to every reload within a second, and redacting a large page takes tens of milliseconds.
+ */
+let lastRedacted: { readonly text: string; readonly generation: number; readonly body: string } | undefined;
+
+function redactBody(text: string): string {
+  const generation = secretsGeneration();
+  if (lastRedacted && lastRedacted.text === text && lastRedacted.generation === generation) return lastRedacted.body;
   const body = redact(text);
-  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body), ...headers });
+  lastRedacted = { text, generation, body };
+  return body;
+}
+
+function send(res: ServerResponse, status: number, type: string, text: string, headers: Record<string, string> = {}): void {
+  const body = redactBody(text);
+  res.writeHead(status, {
+    'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-length': Buffer.byteLength(body), ...headers,
+  });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 

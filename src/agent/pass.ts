@@ -13,6 +13,8 @@ import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
 import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../live-keys.js';
+import { clip } from '../core/canonical.js';
+import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detail.js';
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, tenantsOf, withApplyLock,
 } from './reconcile.js';
@@ -134,6 +136,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       return invalid(err, opts.log);
     }
 
+    // What the status page shows of this pass; kept when safety refuses the plan.
+    let detail: PassDetail | undefined;
     try {
       const tenants = tenantsOf(desired);
       // Only a tenant dus-sync.yaml lists, with nothing declared yet, gets here (see checkSelection).
@@ -145,7 +149,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const conflicts = countBy(plan.conflicts, (c) => c.tenant);
       for (const c of plan.conflicts) opts.log.warn(`conflict on action ${c.key} in ${c.tenant}: ${c.message}`);
       for (const e of plan.errors) opts.log.warn(`${e.kind} ${e.key} in ${e.tenant}: ${e.message}`);
-      const base = { drift, conflicts, changedFiles: trigger.files };
+      detail = passDetail({ desired, live, plan });
+      const base = { drift, conflicts, changedFiles: trigger.files, detail };
       const problems = plan.conflicts.length + plan.errors.length;
       if (plan.changes.length === 0) {
         return result({ ...base, result: problems > 0 ? 'conflict' : 'success',
@@ -165,8 +170,11 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
         const fresh = await fetchAndPlan(api, desired, opts.concurrency, signal);
+        detail = passDetail({ desired, live: fresh.live, plan: fresh.plan });
         enforceSafety(fresh.plan, config, {});
-        return execute(fresh.plan, fresh.live, api, locked, applyOpts);
+        const done = await execute(fresh.plan, fresh.live, api, locked, applyOpts);
+        detail = passDetail({ desired, live: fresh.live, plan: fresh.plan, results: done.results });
+        return done;
       });
       for (const r of report.results) {
         if (r.status === 'failed') opts.log.warn(`failed: ${r.change.kind} ${r.change.key} in ${r.change.tenant}: ${r.message ?? ''}`);
@@ -175,10 +183,10 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       for (const u of report.unconverged) opts.log.warn(`not converged: ${u}`);
       const applied = report.results.filter((r) => r.status === 'applied').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
       const outcome = report.failed > 0 || report.diverged.length > 0 || report.unconverged.length > 0 ? 'partial-failure' : problems > 0 ? 'conflict' : 'success';
-      return result({ ...base, result: outcome, applied, diverged: report.diverged.length,
+      return result({ ...base, detail, result: outcome, applied, diverged: report.diverged.length,
         message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}` });
     } catch (err) {
-      if (err instanceof UnsafePlanError) return result({ result: 'unsafe', message: err.message });
+      if (err instanceof UnsafePlanError) return result({ result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
       if (err instanceof ConfigError) return invalid(err, opts.log);
       if (err instanceof UserError && !(err instanceof ApiError)) return result({ result: 'api-error', message: redact(err.message) });
       return result({ result: 'api-error', message: redact(err instanceof Error ? err.message : String(err)) });
@@ -197,6 +205,9 @@ function invalid(err: unknown, log: Logger): PassResult {
   } else {
     log.error(redact(err instanceof Error ? err.message : String(err)));
   }
-  return result({ result: 'invalid-config', configValid: false,
+  const issues = err instanceof ConfigError
+    ? { issues: err.issues.slice(0, DETAIL_LIMITS.problems).map((i) => ({ file: clip(i.file, DETAIL_LIMITS.message), line: i.line, column: i.column, message: clip(redact(i.message), DETAIL_LIMITS.message) })), issueTotal: err.issues.length }
+    : {};
+  return result({ result: 'invalid-config', configValid: false, ...issues,
     message: err instanceof ConfigError ? `${err.issues.length} problem(s) in the configuration; nothing was written` : redact(String(err instanceof Error ? err.message : err)) });
 }

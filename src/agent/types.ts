@@ -1,14 +1,8 @@
 // The contract between the watch loop (watch.ts) and the one reconcile pass (reconcile.ts).
 // The loop never looks inside a pass: it is handed one and only reads its result.
+import type { Located, PassDetail, PassOutcome } from '../core/status-detail.js';
 
-export type PassOutcome =
-  | 'success'
-  | 'invalid-config'
-  | 'api-error'
-  | 'unsafe'
-  | 'conflict'
-  | 'partial-failure'
-  | 'suspended';
+export type { PassOutcome };
 
 export interface PassResult {
   readonly result: PassOutcome;
@@ -23,6 +17,11 @@ export interface PassResult {
   readonly changedFiles?: readonly string[];
   /** Actions found diverged after this pass's writes (a phase twice, a foreign phase). */
   readonly diverged?: number;
+  /** Per tenant state and rollout timelines, when the pass got as far as a plan (the status page). */
+  readonly detail?: PassDetail;
+  /** The first problems of an invalid configuration or desired state (issueTotal counts them all). */
+  readonly issues?: readonly (Located & { readonly message: string })[];
+  readonly issueTotal?: number;
 }
 
 export type TriggerReason = 'start' | 'file-change' | 'interval' | 'retry';

@@ -139,7 +139,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
   program.command('watch')
     .description('run as an agent: reconcile at start, on file changes and every watch.interval')
     .option('--dry-run', 'only report drift, never write')
-    .addOption(new Option('--listen <host:port>', 'serve /healthz, /readyz and /metrics').env('DUS_SYNC_LISTEN'))
+    .addOption(new Option('--listen <host:port>', 'serve a status page at / and /healthz, /readyz and /metrics').env('DUS_SYNC_LISTEN'))
     .option('--interval <duration>', 'override watch.interval (e.g. 30s, 5m; 1s to 24h)', duration('--interval', WATCH_INTERVAL_MS))
     .option('--concurrency <n>', `requests in flight at most, ${CONCURRENCY.min} to ${CONCURRENCY.max} (adapts down on 429)`, count('--concurrency', CONCURRENCY), 8)
     .addOption(new Option('--grace <duration>', 'on SIGTERM, how long the running pass may take to finish (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(20_000, '20s'))

@@ -9,6 +9,8 @@ import { AgentMetrics } from '../agent/metrics.js';
 import { createReconcilePass } from '../agent/pass.js';
 import { systemClock } from '../agent/reconcile.js';
 import { installSignalHandlers } from '../agent/signals.js';
+import { StatusBoard } from '../agent/status-page.js';
+import { VERSION } from '../version.js';
 import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
 import { apiLimitFlags, configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
@@ -35,6 +37,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;
 
   const metrics = new AgentMetrics();
+  // The page's memory is kept (and redacted each pass) only when something can serve it.
+  const board = typeof opts.listen === 'string' ? new StatusBoard({ version: VERSION }) : undefined;
   // The pass reports each config it reads to the loop, which is built right after it.
   const loop: { watcher?: Watcher } = {};
   const reconcile = createReconcilePass({
@@ -62,18 +66,30 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     pass: reconcile.pass,
     intervalMs: intervalOf(first),
     log,
-    metrics,
+    metrics: {
+      recordPass: (r, ms, now) => { board?.recordPass(r, ms, now); metrics.recordPass(r, ms, now); },
+    },
   });
   loop.watcher = agent;
 
   let http: AgentHttp | undefined;
-  if (typeof opts.listen === 'string') {
+  if (board && typeof opts.listen === 'string') {
     http = await startHttp({
       listen: opts.listen,
       metrics,
       readiness: () => readinessOf(agent.status(), agent.intervalMs, Date.now()),
+      page: () => {
+        const now = Date.now();
+        const s = agent.status();
+        const r = readinessOf(s, agent.intervalMs, now);
+        return board.render({
+          passes: s.passes, running: s.running, intervalMs: agent.intervalMs, consecutiveFailures: s.consecutiveFailures,
+          ...(s.lastSuccessAt !== undefined ? { lastSuccessAt: s.lastSuccessAt } : {}),
+          ready: r.ready, ...(r.reason !== undefined ? { readyReason: r.reason } : {}),
+        }, now);
+      },
     });
-    log.info(`serving /healthz, /readyz and /metrics on ${http.url}`);
+    log.info(`serving the status page at / and /healthz, /readyz and /metrics on ${http.url}`);
   }
 
   const stopped = new Promise<number>((done) => {
