@@ -23,6 +23,7 @@ import { executePlan } from '../apply/executor.js';
 import { DEFAULT_SETTLE_MS, Journal, settleJournal, type Settled } from '../apply/journal.js';
 import { acquireLock, type ApplyLock } from '../apply/lock.js';
 import { touchedObjects, verifyApplied } from '../apply/verify.js';
+import type { Revision } from '../load/revision.js';
 
 export interface ConnectOptions {
   readonly env: NodeJS.ProcessEnv;
@@ -158,14 +159,22 @@ export interface Locked {
  * plan that gets executed must be made inside it, from a read taken after the lock.
  */
 export async function withApplyLock<T>(
-  opts: Pick<ApplyOptions, 'journalPath' | 'log' | 'clock' | 'settleMs' | 'signal'> & { readonly tenants: readonly string[] },
+  opts: Pick<ApplyOptions, 'journalPath' | 'log' | 'clock' | 'settleMs' | 'signal'> & {
+    readonly tenants: readonly string[];
+    /** The desired state's git revision: stamped on each intent the journal records. */
+    readonly revision?: Revision;
+    /** Told when the lock is taken and when it is let go (the lock-held gauge of watch). */
+    readonly onLockHeld?: (held: boolean) => void;
+  },
   client: ApiClient,
   body: (locked: Locked) => Promise<T>,
 ): Promise<T> {
   const lock = await acquireLock(dirname(opts.journalPath), { log: opts.log });
+  opts.onLockHeld?.(true);
   let journal: Journal | undefined;
   try {
     journal = await Journal.open(opts.journalPath, client.api);
+    journal.revision = opts.revision;
     const settled = await settleJournal(journal, client, opts.log, {
       tenants: new Set(opts.tenants), clock: opts.clock, settleMs: opts.settleMs ?? DEFAULT_SETTLE_MS, signal: opts.signal,
     });
@@ -183,6 +192,7 @@ export async function withApplyLock<T>(
   } finally {
     await journal?.close();
     await lock.release();
+    opts.onLockHeld?.(false);
   }
 }
 
