@@ -4,14 +4,12 @@
 // deadline: a missing git, a folder outside any repository, a repository git refuses to read
 // (another owner) or a slow one all mean "no revision", never an error.
 import { execFile } from 'node:child_process';
+import { dirname } from 'node:path';
+import type { DesiredRevision } from '../model/index.js';
 import { GIT_ENV } from './git.js';
 
-export interface Revision {
-  /** The full commit id of HEAD. */
-  readonly commit: string;
-  /** true when files below the folder asked about differ from HEAD (changed, staged or untracked). */
-  readonly dirty: boolean;
-}
+/** HEAD's full commit id; dirty when files below the folder asked about differ from it (changed, staged or untracked). */
+export type Revision = DesiredRevision;
 
 export interface RevisionOptions {
   /** Default 2 s: a pass must not wait on a huge repository. */
@@ -63,4 +61,9 @@ export function parseStatus(out: string): Revision | undefined {
 /** "abc1234" or "abc1234 (dirty)": the short form for a log line, a footer or a message. */
 export function shortRevision(r: Revision): string {
   return `${r.commit.slice(0, 12)}${r.dirty ? ' (dirty)' : ''}`;
+}
+
+/** The revision of a config's desired state: asked in the config file's folder (else the resources folder). */
+export function desiredRevision(config: { readonly file?: string; readonly dir: string }, opts: RevisionOptions = {}): Promise<Revision | undefined> {
+  return readRevision(config.file ? dirname(config.file) : config.dir, opts);
 }
