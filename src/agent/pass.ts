@@ -199,7 +199,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       if (plan.changes.length === 0) {
         return result({ ...base, result: outcome, synced: cleanTenants, inDoubt: await inDoubt(),
           message: problems > 0
-            ? `not in sync: ${troubles} to fix (nothing to apply; ${plan.summary.unchanged} unchanged)`
+            ? `${troubles} to fix; nothing to apply (${plan.summary.unchanged} unchanged)`
             : `in sync (${plan.summary.unchanged} unchanged)` });
       }
       const inSyncNow = cleanTenants.filter((t) => objects.get(t)!.drift === 0);
