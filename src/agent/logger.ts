@@ -7,12 +7,15 @@
 // ones JSON leaves raw (DEL, C1, bidi controls) are escaped in the finished line too.
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import pretty from 'pino-pretty';
-import type { Logger } from '../model/index.js';
+import type { Logger, LogLevel } from '../model/index.js';
 import { safeLines, safeText } from '../core/render/ansi.js';
 import { redact } from '../redact.js';
 
 export interface LoggerOptions {
+  /** Stack traces in error fields (and the debug level, unless `level` says otherwise). */
   readonly debug?: boolean;
+  /** The least severe level written (default: debug with `debug`, else info). */
+  readonly level?: LogLevel;
   /** Default: process.stderr. */
   readonly stream?: NodeJS.WritableStream & { isTTY?: boolean };
   /** 'auto' (default): readable on a TTY, JSON lines otherwise. */
@@ -45,7 +48,7 @@ export function createLogger(opts: LoggerOptions = {}): AgentLogger {
     ? pretty({ destination: stream, sync: true, colorize: opts.color ?? (stream.isTTY === true && !process.env.NO_COLOR), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
     : (stream as DestinationStream);
   const log = pino({
-    level: debug ? 'debug' : 'info',
+    level: opts.level ?? (debug ? 'debug' : 'info'),
     base: opts.base ?? null,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },

@@ -3,7 +3,7 @@
 // files whose size or modification time changed, so a save in a large repo costs one file.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ApiLimits, Clock, DesiredState, Logger, ResolvedConfig } from '../model/index.js';
+import type { ApiLimits, Clock, DesiredState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
@@ -11,14 +11,16 @@ import { checkSelection } from '../load/selection.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
-import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
+import { DEFAULT_SETTLE_MS, Journal } from '../apply/journal.js';
+import { desiredRevision } from '../load/revision.js';
+import { RepeatLimiter } from './repeat.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../live-keys.js';
 import { clip } from '../core/canonical.js';
 import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detail.js';
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, tenantsOf, withApplyLock,
 } from './reconcile.js';
-import type { PassResult, PassTrigger, ReconcilePass } from './types.js';
+import type { ObjectCounts, PassResult, PassTrigger, ReconcilePass } from './types.js';
 
 export interface PassOptions {
   readonly configFile?: string;
@@ -40,6 +42,8 @@ export interface PassOptions {
   readonly onRequest?: (e: RequestEvent) => void;
   /** Called with each resolved config, so the loop can follow watch.interval and the resources. */
   readonly onConfig?: (config: ResolvedConfig) => void;
+  /** Told when the apply lock is taken (true) and let go (false). */
+  readonly onLockHeld?: (held: boolean) => void;
 }
 
 interface CachedFile { readonly mtimeMs: number; readonly size: number; readonly parsed: ParsedFile }
@@ -50,10 +54,48 @@ function result(partial: Partial<PassResult> & Pick<PassResult, 'result' | 'mess
   return { drift: empty(), conflicts: empty(), applied: [], configValid: true, ...partial };
 }
 
-function countBy<T>(items: readonly T[], key: (t: T) => string): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const i of items) m.set(key(i), (m.get(key(i)) ?? 0) + 1);
-  return m;
+/** The desired objects of every planned tenant by state, 0 included: a gauge must drop to 0, not vanish. */
+export function objectCounts(tenants: readonly string[], plan: Plan): Map<string, ObjectCounts> {
+  const drifting = new Map<string, Set<string>>();
+  for (const c of plan.changes) {
+    const set = drifting.get(c.tenant) ?? new Set<string>();
+    // Phase appends to one action are one object in drift, however many phases.
+    set.add(c.kind === 'firmware' ? `firmware\0${c.key}` : `action\0${c.key}`);
+    drifting.set(c.tenant, set);
+  }
+  const unchanged = plan.summary.unchanged_by_tenant ?? {};
+  return new Map(tenants.map((t) => [t, {
+    in_sync: unchanged[t] ?? 0,
+    drift: drifting.get(t)?.size ?? 0,
+    conflict: plan.conflicts.filter((c) => c.tenant === t).length,
+    error: plan.errors.filter((e) => e.tenant === t).length,
+  }]));
+}
+
+function countObjects(plan: Plan): number {
+  return new Set(plan.changes.map((c) => `${c.tenant}\0${c.kind === 'firmware' ? 'firmware' : 'action'}\0${c.key}`)).size;
+}
+
+function mapOf(objects: ReadonlyMap<string, ObjectCounts>, pick: (c: ObjectCounts) => number): Map<string, number> {
+  return new Map([...objects].map(([t, c]) => [t, pick(c)]));
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** "1 conflict and 2 errors": what keeps a pass from being in sync. */
+function problemWords(plan: Plan): string {
+  const parts = [
+    ...(plan.conflicts.length > 0 ? [plural(plan.conflicts.length, 'conflict')] : []),
+    ...(plan.errors.length > 0 ? [plural(plan.errors.length, 'error')] : []),
+  ];
+  return parts.join(' and ');
+}
+
+/** tenant, kind, key, file and line as log fields (file and line when the object has a source). */
+function where(o: { readonly tenant: string; readonly kind: string; readonly key: string; readonly source?: SourceLocation }): Record<string, unknown> {
+  return { tenant: o.tenant, kind: o.kind, key: o.key, ...(o.source ? { file: o.source.file, line: o.source.line } : {}) };
 }
 
 /** Like Promise.all over map, with at most `limit` at a time (file descriptors are finite). */
@@ -138,60 +180,98 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
     // What the status page shows of this pass; kept when safety refuses the plan.
     let detail: PassDetail | undefined;
+    const revision = await desiredRevision(config, { onAbsent: (why) => opts.log.debug(`no git revision for the desired state: ${why}`) });
+    const rev = revision ? { revision } : {};
     try {
       const tenants = tenantsOf(desired);
       // Only a tenant dus-sync.yaml lists, with nothing declared yet, gets here (see checkSelection).
-      if (tenants.length === 0) return result({ result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
+      if (tenants.length === 0) return result({ ...rev, result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
       const api = await clientFor(config, tenants);
+      const journalPath = journalPathFor(config, opts.journal);
+      const inDoubt = () => Journal.peekInDoubt(journalPath, api.api).catch(() => undefined);
       const { plan, live } = await fetchAndPlan(api, desired, opts.concurrency, signal);
       warnKeysOnce(keysInLive(live, desired));
-      const drift = countBy(plan.changes, (c) => c.tenant);
-      const conflicts = countBy(plan.conflicts, (c) => c.tenant);
-      for (const c of plan.conflicts) opts.log.warn(`conflict on action ${c.key} in ${c.tenant}: ${c.message}`);
-      for (const e of plan.errors) opts.log.warn(`${e.kind} ${e.key} in ${e.tenant}: ${e.message}`);
+      const objects = objectCounts(tenants, plan);
+      const drift = mapOf(objects, (c) => c.drift);
+      const conflicts = mapOf(objects, (c) => c.conflict);
+      warnProblems(plan);
       detail = passDetail({ desired, live, plan });
-      const base = { drift, conflicts, changedFiles: trigger.files, detail };
+      const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail };
       const problems = plan.conflicts.length + plan.errors.length;
+      const outcome = problems > 0 ? 'conflict' : 'success';
+      const troubles = problemWords(plan);
+      const cleanTenants = tenants.filter((t) => objects.get(t)!.conflict === 0 && objects.get(t)!.error === 0);
       if (plan.changes.length === 0) {
-        return result({ ...base, result: problems > 0 ? 'conflict' : 'success',
-          message: `in sync (${plan.summary.unchanged} unchanged${problems > 0 ? `, ${problems} conflict(s) or error(s)` : ''})` });
+        return result({ ...base, result: outcome, synced: cleanTenants, inDoubt: await inDoubt(),
+          message: problems > 0
+            ? `${troubles} to fix; nothing to apply (${plan.summary.unchanged} unchanged)`
+            : `in sync (${plan.summary.unchanged} unchanged)` });
       }
+      const inSyncNow = cleanTenants.filter((t) => objects.get(t)!.drift === 0);
       enforceSafety(plan, config, {});
+      const driftWords = `${plural(countObjects(plan), 'object')} with ${plural(plan.changes.length, 'change')}`;
       if (opts.dryRun) {
-        return result({ ...base, result: problems > 0 ? 'conflict' : 'success', message: `drift: ${plan.changes.length} change(s) not applied (--dry-run)` });
+        return result({ ...base, result: outcome, synced: inSyncNow, inDoubt: await inDoubt(),
+          message: `drift: ${driftWords} not applied (--dry-run)${problems > 0 ? `; ${troubles}` : ''}` });
       }
       if (config.suspend) {
-        return result({ ...base, result: 'suspended', message: `drift: ${plan.changes.length} change(s) not applied (suspend: true)` });
+        return result({ ...base, result: 'suspended', synced: inSyncNow, inDoubt: await inDoubt(),
+          message: `drift: ${driftWords} not applied (suspend: true)${problems > 0 ? `; ${troubles}` : ''}` });
       }
-      const journalPath = journalPathFor(config, opts.journal);
       const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
       const applyOpts = { journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs };
-      const report = await withApplyLock({ ...applyOpts, tenants }, api, async (locked) => {
+      const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
-        const fresh = await fetchAndPlan(api, desired, opts.concurrency, signal);
-        detail = passDetail({ desired, live: fresh.live, plan: fresh.plan });
-        enforceSafety(fresh.plan, config, {});
-        const done = await execute(fresh.plan, fresh.live, api, locked, applyOpts);
-        detail = passDetail({ desired, live: fresh.live, plan: fresh.plan, results: done.results });
-        return done;
+        const again = await fetchAndPlan(api, desired, opts.concurrency, signal);
+        detail = passDetail({ desired, live: again.live, plan: again.plan });
+        enforceSafety(again.plan, config, {});
+        const done = await execute(again.plan, again.live, api, locked, applyOpts);
+        detail = passDetail({ desired, live: again.live, plan: again.plan, results: done.results });
+        return { report: done, fresh: again.plan };
       });
       for (const r of report.results) {
-        if (r.status === 'failed') opts.log.warn(`failed: ${r.change.kind} ${r.change.key} in ${r.change.tenant}: ${r.message ?? ''}`);
+        if (r.status === 'failed') opts.log.warn(`failed: ${r.change.kind} ${r.change.key} in ${r.change.tenant}: ${r.message ?? ''}`, where(r.change));
       }
       for (const d of report.diverged) opts.log.error(`diverged: ${d}`);
       for (const u of report.unconverged) opts.log.warn(`not converged: ${u}`);
       const applied = report.results.filter((r) => r.status === 'applied').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
-      const outcome = report.failed > 0 || report.diverged.length > 0 || report.unconverged.length > 0 ? 'partial-failure' : problems > 0 ? 'conflict' : 'success';
-      return result({ ...base, detail, result: outcome, applied, diverged: report.diverged.length,
-        message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}` });
+      const failed = report.results.filter((r) => r.status === 'failed').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
+      const freshProblems = fresh.conflicts.length + fresh.errors.length;
+      const converged = report.diverged.length === 0 && report.unconverged.length === 0;
+      // A tenant is in sync at this revision when the plan made inside the lock found no problem
+      // in it and every one of its changes was applied.
+      const synced = !converged ? inSyncNow : tenants.filter((t) => !fresh.conflicts.some((c) => c.tenant === t) && !fresh.errors.some((e) => e.tenant === t)
+        && report.results.every((r) => r.change.tenant !== t || r.status === 'applied'));
+      const outcomeAfter = report.failed > 0 || !converged ? 'partial-failure' : freshProblems > 0 ? 'conflict' : 'success';
+      return result({ ...base, detail, result: outcomeAfter, applied, failed, diverged: report.diverged.length, synced, inDoubt: await inDoubt(),
+        message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}${freshProblems > 0 ? `; ${problemWords(fresh)}` : ''}` });
     } catch (err) {
-      if (err instanceof UnsafePlanError) return result({ result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
+      if (err instanceof UnsafePlanError) return result({ ...rev, result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
       if (err instanceof ConfigError) return invalid(err, opts.log);
-      if (err instanceof UserError && !(err instanceof ApiError)) return result({ result: 'api-error', message: redact(err.message) });
-      return result({ result: 'api-error', message: redact(err instanceof Error ? err.message : String(err)) });
+      if (err instanceof UserError && !(err instanceof ApiError)) return result({ ...rev, result: 'api-error', message: redact(err.message) });
+      return result({ ...rev, result: 'api-error', message: redact(err instanceof Error ? err.message : String(err)) });
     }
   };
+
+  /**
+   * Each conflict and plan error as a warning with its tenant, kind, key, file and line as
+   * fields: when first seen, when its message changes, then at most hourly while it stays.
+   */
+  const repeats = new RepeatLimiter(() => opts.clock.now());
+  function warnProblems(plan: Plan): void {
+    for (const c of plan.conflicts) {
+      if (repeats.shouldLog(`conflict\0${c.tenant}\0${c.key}`, c.message)) {
+        opts.log.warn(`conflict on action ${c.key} in ${c.tenant}: ${c.message}`, where(c));
+      }
+    }
+    for (const e of plan.errors) {
+      if (repeats.shouldLog(`error\0${e.tenant}\0${e.kind}\0${e.key}`, e.message)) {
+        opts.log.warn(`${e.kind} ${e.key} in ${e.tenant}: ${e.message}`, where(e));
+      }
+    }
+    repeats.endRound();
+  }
 
   return {
     pass,
@@ -201,7 +281,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
 function invalid(err: unknown, log: Logger): PassResult {
   if (err instanceof ConfigError) {
-    for (const i of err.issues) log.error(`${i.file}:${i.line}:${i.column}: ${i.message}`);
+    for (const i of err.issues) log.error(`${i.file}:${i.line}:${i.column}: ${i.message}`, { file: i.file, line: i.line, column: i.column });
   } else {
     log.error(redact(err instanceof Error ? err.message : String(err)));
   }

@@ -24,6 +24,7 @@ import { executePlan } from '../apply/executor.js';
 import { DEFAULT_SETTLE_MS, Journal, monotonicMs, otherJournalsInDoubt, settleJournal, type Settled } from '../apply/journal.js';
 import { acquireLock, type ApplyLock } from '../apply/lock.js';
 import { touchedObjects, verifyApplied } from '../apply/verify.js';
+import type { Revision } from '../load/revision.js';
 
 export interface ConnectOptions {
   readonly env: NodeJS.ProcessEnv;
@@ -172,11 +173,18 @@ export interface Locked {
  * plan that gets executed must be made inside it, from a read taken after the lock.
  */
 export async function withApplyLock<T>(
-  opts: Pick<ApplyOptions, 'journalPath' | 'log' | 'clock' | 'settleMs' | 'signal'> & { readonly tenants: readonly string[] },
+  opts: Pick<ApplyOptions, 'journalPath' | 'log' | 'clock' | 'settleMs' | 'signal'> & {
+    readonly tenants: readonly string[];
+    /** The desired state's git revision: stamped on each intent the journal records. */
+    readonly revision?: Revision;
+    /** Told when the lock is taken and when it is let go (the lock-held gauge of watch). */
+    readonly onLockHeld?: (held: boolean) => void;
+  },
   client: ApiClient,
   body: (locked: Locked) => Promise<T>,
 ): Promise<T> {
   const lock = await acquireLock(dirname(opts.journalPath), { log: opts.log });
+  opts.onLockHeld?.(true);
   let journal: Journal | undefined;
   try {
     const others = await otherJournalsInDoubt(opts.journalPath);
@@ -185,6 +193,7 @@ export async function withApplyLock<T>(
       throw new UserError(`the state folder ${dirname(opts.journalPath)} also holds ${list}: one folder has one lock, so it must have one journal; run with --journal ${others[0]!.path} to settle it first, or give this journal a folder of its own`);
     }
     journal = await Journal.open(opts.journalPath, client.api);
+    journal.revision = opts.revision;
     const settled = await settleJournal(journal, client, opts.log, {
       tenants: new Set(opts.tenants), clock: opts.clock, settleMs: opts.settleMs ?? DEFAULT_SETTLE_MS, signal: opts.signal,
     });
@@ -202,6 +211,7 @@ export async function withApplyLock<T>(
   } finally {
     await journal?.close();
     await lock.release();
+    opts.onLockHeld?.(false);
   }
 }
 

@@ -1,18 +1,41 @@
+import type { Revision } from '../load/revision.js';
+
 // The contract between the watch loop (watch.ts) and the one reconcile pass (reconcile.ts).
 // The loop never looks inside a pass: it is handed one and only reads its result.
 import type { Located, PassDetail, PassOutcome } from '../core/status-detail.js';
 
 export type { PassOutcome };
 
+/** The desired objects of one tenant at a plan, by state: each object is in exactly one. */
+export interface ObjectCounts {
+  readonly in_sync: number;
+  /** Objects with changes to apply (a firmware, or an action with phases to append), not changes. */
+  readonly drift: number;
+  readonly conflict: number;
+  readonly error: number;
+}
+
+export const OBJECT_STATES = ['in_sync', 'drift', 'conflict', 'error'] as const satisfies readonly (keyof ObjectCounts)[];
+
 export interface PassResult {
   readonly result: PassOutcome;
   /** One line summary; never holds a key. */
   readonly message: string;
-  /** tenant → objects that differ (the plan's change count) before applying. */
+  /** tenant → objects that differ before applying (every planned tenant, 0 when in sync). */
   readonly drift: ReadonlyMap<string, number>;
-  /** tenant → conflicts. */
+  /** tenant → conflicts (every planned tenant, 0 when none). */
   readonly conflicts: ReadonlyMap<string, number>;
+  /** tenant → its objects by state at the plan; absent when the pass planned nothing. */
+  readonly objects?: ReadonlyMap<string, ObjectCounts>;
   readonly applied: readonly { readonly tenant: string; readonly kind: 'firmware' | 'phase' }[];
+  /** Changes tried and failed in this pass. */
+  readonly failed?: readonly { readonly tenant: string; readonly kind: 'firmware' | 'phase' }[];
+  /** The desired state's git revision this pass read (absent outside git). */
+  readonly revision?: Revision;
+  /** Tenants whose live state matched the desired state at `revision` when the pass ended. */
+  readonly synced?: readonly string[];
+  /** Journal intents sent to this API whose outcome is unknown, read at the end of the pass. */
+  readonly inDoubt?: number;
   readonly configValid: boolean;
   readonly changedFiles?: readonly string[];
   /** Actions found diverged after this pass's writes (a phase twice, a foreign phase). */

@@ -10,7 +10,7 @@ import type { Logger } from '../model/index.js';
 import { redact } from '../redact.js';
 import {
   isHealthy, systemTimers,
-  type PassOutcome, type PassResult, type PassTrigger, type ReconcilePass, type Timers, type TriggerReason,
+  type ObjectCounts, type PassOutcome, type PassResult, type PassTrigger, type ReconcilePass, type Timers, type TriggerReason,
 } from './types.js';
 
 export interface BackoffOptions {
@@ -343,13 +343,18 @@ export class Watcher {
   }
 
   private logSummary(trigger: PassTrigger, r: PassResult, durationMs: number, next: { reason: string; ms: number } | undefined): void {
+    // The one line per pass: outcome, counts, duration and the revision it reconciled.
     const fields: Record<string, unknown> = {
       trigger: trigger.reason,
       result: r.result,
       durationMs,
+      ...(r.objects ? { inSync: total(r.objects, 'in_sync') } : {}),
       drift: sum(r.drift),
       conflicts: sum(r.conflicts),
+      ...(r.objects ? { errors: total(r.objects, 'error') } : {}),
       applied: r.applied.length,
+      failed: r.failed?.length ?? 0,
+      ...(r.revision ? { revision: r.revision.commit, dirty: r.revision.dirty } : {}),
     };
     if (trigger.files && trigger.files.length > 0) fields.files = trigger.files;
     if (next) fields[next.reason === 'retry' ? 'retryInMs' : 'nextInMs'] = Math.round(next.ms);
@@ -412,6 +417,12 @@ function levelOf(r: PassOutcome): 'info' | 'warn' | 'error' {
     case 'partial-failure':
       return 'error';
   }
+}
+
+function total(m: ReadonlyMap<string, ObjectCounts>, state: keyof ObjectCounts): number {
+  let n = 0;
+  for (const c of m.values()) n += c[state];
+  return n;
 }
 
 function sum(m: ReadonlyMap<string, number>): number {

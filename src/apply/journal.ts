@@ -41,6 +41,11 @@ export interface Intent {
   /** The boot and CLOCK_MONOTONIC (ms) when it was written: elapsed time that a wall-clock step cannot shorten. */
   boot?: string;
   mono?: number;
+  /**
+   * The git revision of the desired state that asked for this append (provenance: which commit
+   * wrote a phase). Absent outside git and in journals of older versions.
+   */
+  revision?: { commit: string; dirty: boolean };
 }
 
 export type Outcome = 'applied' | 'not-applied' | 'acknowledged';
@@ -66,6 +71,9 @@ const OPEN_FLAGS = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
 export const MAX_JOURNAL_BYTES = 64 * 1024 * 1024;
 
 export class Journal {
+  /** The desired state's git revision, stamped on every intent recorded from now on. */
+  revision: { readonly commit: string; readonly dirty: boolean } | undefined;
+
   // Writes are chained so that lines never interleave and each fsync covers its own line.
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -98,6 +106,27 @@ export class Journal {
     }
   }
 
+  /**
+   * How many intents sent to `api` have an unknown outcome (pending), read without the lock and
+   * without creating anything: for the in-doubt gauge of watch. 0 when there is no journal yet.
+   */
+  static async peekInDoubt(path: string, api?: string): Promise<number> {
+    let handle: FileHandle;
+    try {
+      // O_NONBLOCK: a FIFO planted at the name must not hang the agent.
+      handle = await openFile(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch {
+      return 0;
+    }
+    try {
+      if (!(await handle.stat()).isFile()) return 0;
+      const text = await readWhole(handle, MAX_JOURNAL_BYTES, `the journal ${path}`);
+      return openOf(parseLines(text)).filter((i) => i.state === 'pending' && (i.api === undefined || api === undefined || i.api === api)).length;
+    } finally {
+      await handle.close();
+    }
+  }
+
   /** Intents without a final outcome sent to this journal's API, oldest first. */
   open(): OpenIntent[] {
     return openOf(this.lines).filter((i) => this.isMine(i));
@@ -113,11 +142,12 @@ export class Journal {
   }
 
   /** Durable (fsync'd) before it resolves, so the request may be sent only after. */
-  async recordIntent(i: Omit<Intent, 'id' | 'at'>): Promise<Intent> {
+  async recordIntent(i: Omit<Intent, 'id' | 'at' | 'api' | 'revision'>): Promise<Intent> {
     const intent: Intent = {
       id: randomUUID(), tenant: i.tenant, action_id: i.action_id, index: i.index,
       name: i.name, digest: i.digest, at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}),
       ...stamp(),
+      ...(this.revision ? { revision: { commit: this.revision.commit, dirty: this.revision.dirty } } : {}),
     };
     await this.append({ type: 'intent', ...intent });
     return intent;

@@ -4,7 +4,7 @@
 import { readRegularFile } from '../load/read-file.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import type {
-  Change, DesiredState, LiveFingerprint, LiveState, Plan, SavedPlan,
+  Change, DesiredRevision, DesiredState, LiveFingerprint, LiveState, Plan, SavedPlan,
 } from '../model/index.js';
 import { UserError } from '../errors.js';
 import { canonicalJson, compareStrings, liveObjectState } from '../core/canonical.js';
@@ -14,7 +14,7 @@ export function toSavedPlan(
   p: Plan,
   desired: DesiredState,
   live: LiveState,
-  meta: { toolVersion: string; createdAt: string },
+  meta: { toolVersion: string; createdAt: string; revision?: DesiredRevision },
 ): SavedPlan {
   return {
     format_version: 1,
@@ -26,6 +26,7 @@ export function toSavedPlan(
     created_at: meta.createdAt,
     desired_digest: desiredDigest(desired),
     live_fingerprints: fingerprints(desired, live),
+    ...(meta.revision ? { desired_revision: { commit: meta.revision.commit, dirty: meta.revision.dirty } } : {}),
   };
 }
 
@@ -117,6 +118,12 @@ function checkSavedPlan(path: string, value: unknown): SavedPlan {
     if (!Array.isArray(value[field])) throw notAPlan(path, `${field} is not a list`);
   }
   if (!isObject(value.summary)) throw notAPlan(path, 'it has no summary');
+  if ('desired_revision' in value) {
+    const r = value.desired_revision;
+    if (!isObject(r) || typeof r.commit !== 'string' || !/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(r.commit) || typeof r.dirty !== 'boolean') {
+      throw notAPlan(path, 'its desired_revision is not a commit id and a dirty flag');
+    }
+  }
   const changes = (value.changes as unknown[]).map((c, i) => checkChange(path, c, i));
   (value.live_fingerprints as unknown[]).forEach((f, i) => {
     if (!isObject(f) || typeof f.tenant !== 'string' || (f.kind !== 'firmware' && f.kind !== 'action')

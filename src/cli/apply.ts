@@ -11,6 +11,7 @@ import { fetchLive } from '../api/fetch-live.js';
 import type { ApiClient } from '../api/client.js';
 import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
 import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
+import { desiredRevision, shortRevision } from '../load/revision.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
 import { NOTHING_APPLIED, renderApplyReportJson } from '../core/render/report-json.js';
@@ -69,12 +70,13 @@ async function applyCommand(planFile: string | undefined, config: ResolvedConfig
   if (planFile) return applySavedPlan(planFile, config, opts, options, globals, log, color);
 
   const desired = await loadOrThrow(config, filter);
+  const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
   const progress = liveProgress(desired);
   const client = await connect(config, tenantsOf(desired), {
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
-    return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
+    return await withApplyLock({ ...options, tenants: tenantsOf(desired), ...(revision ? { revision } : {}) }, client, async (locked) => {
       // Planned inside the lock, from reads taken after it: nothing another run did is missed.
       const { plan, live } = await progress.during(() => fetchAndPlan(client, desired, opts.concurrency, signal));
       // Applied with the real values; shown with the keys found in live data redacted.
@@ -86,6 +88,7 @@ async function applyCommand(planFile: string | undefined, config: ResolvedConfig
       if (plan.changes.length === 0) return nothingToApply(shown, problems, opts);
       if (problems > 0) log.warn(`${problems} object(s) with conflicts or errors are left out; the other changes are applied`);
       await approve(plan, opts.autoApprove === true, signal);
+      if (revision) log.info(`applying the desired state at ${shortRevision(revision)}`);
       const report = await execute(plan, live, client, locked, options);
       return finish(shown, report, problems, opts, color, log);
     });
@@ -104,7 +107,9 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
-    return await withApplyLock({ ...options, tenants: tenantsOf(desired) }, client, async (locked) => {
+    // The journal's intents name the revision the plan was made from, not today's checkout.
+    const revision = saved.desired_revision;
+    return await withApplyLock({ ...options, tenants: tenantsOf(desired), ...(revision ? { revision } : {}) }, client, async (locked) => {
       const live = await progress.during(() => fetchLive(client, desired, { concurrency: opts.concurrency, signal: options.signal }));
       const stale = staleObjects(saved, live);
       if (stale.length > 0) {
@@ -116,7 +121,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       // As in Terraform, the saved plan is the approval: it was reviewed when it was made, and
       // it is applied only as it was saved (checked above against fresh reads), so no prompt
       // and no --auto-approve, on a terminal or not.
-      log.info(`applying the saved plan ${path} as approved when it was made`);
+      log.info(`applying the saved plan ${path} as approved when it was made${revision ? ` (desired state at ${shortRevision(revision)})` : ''}`);
       // Every write is still decided on a fresh read of its object, against this checked live state.
       const report = await execute(saved, live, client, locked, options);
       return finish(saved, report, 0, opts, color, log);

@@ -1,7 +1,8 @@
 // `dus-sync plan`: fetch the live state, print the plan, optionally save it.
 import { writeFileAtomic } from '../atomic-write.js';
 import { UnsafePlanError, UserError } from '../errors.js';
-import type { LiveState, Plan } from '../model/index.js';
+import type { DesiredRevision, LiveState, Plan } from '../model/index.js';
+import { desiredRevision, shortRevision } from '../load/revision.js';
 import { connect, enforceSafety, fetchAndPlan, loadOrThrow, tenantsOf } from '../agent/reconcile.js';
 import { renderText } from '../core/render/text.js';
 import { renderJson } from '../core/render/json.js';
@@ -23,10 +24,16 @@ interface PlanFlags {
   allowLarge?: boolean;
 }
 
-export function renderPlan(plan: Plan, format: PlanFlags['format'], color: boolean, live?: LiveState, suspended = false): string {
+/** Provenance shown with the plan: the desired state's revision (json, markdown), the tool and the time (markdown). */
+interface Provenance {
+  readonly revision?: DesiredRevision;
+  readonly createdAt: string;
+}
+
+export function renderPlan(plan: Plan, format: PlanFlags['format'], color: boolean, live: LiveState | undefined, suspended: boolean, provenance: Provenance): string {
   switch (format) {
-    case 'json': return renderJson(plan, { suspended });
-    case 'markdown': return renderMarkdown(plan, { live, suspended });
+    case 'json': return renderJson(plan, { suspended, revision: provenance.revision });
+    case 'markdown': return renderMarkdown(plan, { live, suspended, footer: { toolVersion: VERSION, generatedAt: provenance.createdAt, revision: provenance.revision } });
     case 'text': return renderText(plan, { color, suspended });
   }
 }
@@ -51,6 +58,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const opts = rawOpts as unknown as PlanFlags;
   const { config, filter, log } = await setup(globals);
   const desired = await loadOrThrow(config, filter);
+  const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
   const progress = liveProgress(desired);
   const client = await connect(config, tenantsOf(desired), {
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals), ...progress.hooks,
@@ -60,16 +68,17 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     // Only the markdown flowcharts show live values beyond the plan (live phase names).
-    process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined, config.suspend));
+    const createdAt = new Date().toISOString();
+    process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined, config.suspend, { revision, createdAt }));
     if (opts.out) {
-      const saved = redactDeep(toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt: new Date().toISOString() }));
+      const saved = redactDeep(toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt, revision }));
       savePlan(opts.out, redact(JSON.stringify(saved, null, 2)) + '\n');
       const blocked = placeholdersInWrites(saved);
       if (blocked.length > 0) {
         log.warn(`saved the plan to ${opts.out}, with an API key found in live data replaced by [REDACTED] in what it would write (${blocked.slice(0, 3).join(', ')}${blocked.length > 3 ? ', …' : ''}); `
           + 'apply refuses it, as it would write the placeholder: run dus-sync apply without a plan file');
       } else {
-        log.info(`saved the plan to ${opts.out}; apply it with: dus-sync apply ${opts.out}`);
+        log.info(`saved the plan to ${opts.out}${revision ? ` (desired state at ${shortRevision(revision)})` : ''}; apply it with: dus-sync apply ${opts.out}`);
       }
     }
     if (plan.conflicts.length > 0) log.error(`${plan.conflicts.length} conflict(s): phases are append-only; fix the YAML to match the live phases`);

@@ -1,7 +1,7 @@
 // `dus-sync watch`: the long-running agent. One pass at start, then on file changes and every
 // watch.interval; probes and metrics on --listen; SIGTERM/SIGINT stop it gracefully (exit 0).
 // Logs (pino) go to standard error: standard output carries only a command's result.
-import type { ResolvedConfig } from '../model/index.js';
+import type { LogLevel, ResolvedConfig } from '../model/index.js';
 import { resolveConfig } from '../load/config.js';
 import { startHttp, readinessOf, type AgentHttp } from '../agent/http.js';
 import { createLogger } from '../agent/logger.js';
@@ -16,7 +16,6 @@ import { Watcher } from '../agent/watch.js';
 import { apiLimitFlags, configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
-  const log = createLogger({ debug: globals.debug === true, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
   // Parsed and range-checked by the option parsers (src/cli/main.ts).
   const intervalFlag = typeof opts.interval === 'number' ? opts.interval : undefined;
   const graceMs = typeof opts.grace === 'number' ? opts.grace : 20_000;
@@ -24,19 +23,36 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const env = configEnv(globals);
   const dryRun = opts.dryRun === true;
   const cwd = process.cwd();
+  const metrics = new AgentMetrics();
 
-  // The first config only tells what to watch; a broken one must not keep the agent from
-  // starting (it logs, stays up and recovers when the file is fixed).
+  // The first config only tells what to watch (and how to log); a broken one must not keep the
+  // agent from starting (it logs, stays up and recovers when the file is fixed).
   let first: ResolvedConfig | undefined;
+  let firstError: unknown;
   try {
     first = await resolveConfig({ config: globals.config, dir: globals.dir, cwd, env });
   } catch (err) {
-    log.error(err instanceof Error ? err.message : String(err));
+    firstError = err;
   }
+  // --log-format and --log-level win over watch.log_format and watch.log_level; the format is
+  // chosen once, the level follows the config as it changes.
+  const levelFlag = typeof opts.logLevel === 'string' ? opts.logLevel as LogLevel : undefined;
+  const levelOf = (c: ResolvedConfig | undefined): LogLevel => levelFlag ?? c?.watchLog?.level ?? (globals.debug === true ? 'debug' : 'info');
+  const format = typeof opts.logFormat === 'string' ? opts.logFormat as 'json' | 'pretty' : first?.watchLog?.format ?? 'auto';
+  const log = createLogger({ debug: globals.debug === true, level: levelOf(first), format, color: useColor(globals, process.stderr), base: { name: 'dus-sync' } });
+  if (firstError !== undefined) log.error(firstError instanceof Error ? firstError.message : String(firstError));
+  const followConfig = (c: ResolvedConfig): void => {
+    const level = levelOf(c);
+    if (log.pino.level !== level) {
+      log.info(`log level ${level} (was ${log.pino.level})`);
+      log.pino.level = level;
+    }
+    metrics.setSuspended(c.suspend);
+  };
+  if (first) followConfig(first);
   const targets: WatchTargets = first ? watchTargets(first) : fallbackTargets(cwd, globals.config ?? (env.DUS_CONFIG?.trim() || undefined), globals.dir);
   const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;
 
-  const metrics = new AgentMetrics();
   // The page's memory is kept (and redacted each pass) only when something can serve it.
   const board = typeof opts.listen === 'string' ? new StatusBoard({ version: VERSION }) : undefined;
   // The pass reports each config it reads to the loop, which is built right after it.
@@ -57,7 +73,11 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     log,
     clock: systemClock,
     onRequest: metrics.onApiRequest,
-    onConfig: (c) => loop.watcher?.reconfigure({ ...watchTargets(c), intervalMs: intervalOf(c) }),
+    onLockHeld: (held) => metrics.setLockHeld(held),
+    onConfig: (c) => {
+      followConfig(c);
+      loop.watcher?.reconfigure({ ...watchTargets(c), intervalMs: intervalOf(c) });
+    },
   });
   const agent = new Watcher({
     paths: targets.paths,

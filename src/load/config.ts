@@ -112,6 +112,10 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
       ...(raw?.safety?.settle_window !== undefined ? { settleWindowMs: parseInterval(raw.safety.settle_window) } : {}),
     },
     watchIntervalMs: raw?.watch?.interval ? parseInterval(raw.watch.interval) : DEFAULT_WATCH_INTERVAL_MS,
+    ...(raw?.watch?.log_format || raw?.watch?.log_level ? { watchLog: {
+      ...(raw.watch.log_format ? { format: raw.watch.log_format } : {}),
+      ...(raw.watch.log_level ? { level: raw.watch.log_level } : {}),
+    } } : {}),
     suspend: raw?.suspend ?? false,
     reading,
     ...(raw?.api ? { api: apiLimits(raw.api, file ? shownPath(file, opts.cwd) : 'the config') } : {}),

@@ -22,7 +22,7 @@ export interface TreeAtRef {
 const MAX_BUFFER = 256 * 1024 * 1024;
 
 /** Git without prompts, pagers or the user's external diff tools getting in the way. */
-const GIT_ENV: NodeJS.ProcessEnv = {
+export const GIT_ENV: NodeJS.ProcessEnv = {
   ...process.env,
   GIT_TERMINAL_PROMPT: '0',
   GIT_PAGER: 'cat',

@@ -56,6 +56,8 @@ export interface DesiredState {
   readonly files: readonly string[];
 }
 
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
 /** The config after files, flags and environment are merged. Never holds a key. */
 export interface ResolvedConfig {
   /** Absolute path of the config file, when there is one. */
@@ -70,6 +72,8 @@ export interface ResolvedConfig {
   readonly safety: Readonly<SafetyLimits>;
   /** watch.interval in milliseconds (default 5 minutes). */
   readonly watchIntervalMs: number;
+  /** watch.log_format and watch.log_level, when set. */
+  readonly watchLog?: { readonly format?: 'json' | 'pretty'; readonly level?: LogLevel };
   readonly suspend: boolean;
   /** How desired-state files are read (--max-file-size, --follow-external-symlinks); absent: the defaults. */
   readonly reading?: Readonly<ReadPolicy>;
@@ -201,6 +205,12 @@ export interface Plan {
   readonly summary: PlanSummary;
 }
 
+/** The git commit the desired state was read at, and whether files below the config's folder differed from it. */
+export interface DesiredRevision {
+  readonly commit: string;
+  readonly dirty: boolean;
+}
+
 /** A plan saved with `plan --out`: enough of the live state to refuse it once live has moved. */
 export interface SavedPlan extends Plan {
   readonly tool_version: string;
@@ -209,6 +219,8 @@ export interface SavedPlan extends Plan {
   readonly desired_digest: string;
   /** sha256 of the canonical managed live fields of every live object the plan read. */
   readonly live_fingerprints: readonly LiveFingerprint[];
+  /** The desired state's git revision (absent outside git and in plans of older versions). */
+  readonly desired_revision?: DesiredRevision;
 }
 
 export interface LiveFingerprint {

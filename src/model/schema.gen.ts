@@ -302,6 +302,14 @@ export interface WatchSettings {
    * Periodic drift reconcile in watch mode, e.g. 30s, 5m, 1h.
    */
   interval?: string;
+  /**
+   * Logs of watch as JSON lines or readable lines (default: readable on a terminal, JSON otherwise); --log-format overrides.
+   */
+  log_format?: "json" | "pretty";
+  /**
+   * The least severe level watch logs (default info, debug with --debug); --log-level overrides. Followed when the config changes.
+   */
+  log_level?: "trace" | "debug" | "info" | "warn" | "error";
 }
 /**
  * Bounds on every answer of the API; --max-response-size, --request-timeout and --fetch-timeout override them.

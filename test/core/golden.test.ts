@@ -7,6 +7,9 @@ import { renderApplyReport } from '../../src/core/render/report.js';
 import { renderText } from '../../src/core/render/text.js';
 import { richLive, richPlan, richReport } from './fixtures.js';
 
+// The footer as plan --format markdown writes it: tool, commit (dirty) and time, all fixed here.
+const footer = { toolVersion: '1.2.3', generatedAt: '2024-06-01T12:00:00.000Z', revision: { commit: '0123456789abcdef0123456789abcdef01234567', dirty: true } };
+
 describe('golden renderings of one rich plan', () => {
   it('text without colour', async () => {
     await expect(renderText(richPlan, { color: false })).toMatchFileSnapshot('../golden/plan.txt');
@@ -21,11 +24,11 @@ describe('golden renderings of one rich plan', () => {
   });
 
   it('markdown with the live phases', async () => {
-    await expect(renderMarkdown(richPlan, { live: richLive })).toMatchFileSnapshot('../golden/plan.md');
+    await expect(renderMarkdown(richPlan, { live: richLive, footer })).toMatchFileSnapshot('../golden/plan.md');
   });
 
   it('markdown shrunk to 2500 characters', async () => {
-    await expect(renderMarkdown(richPlan, { live: richLive, maxLength: 2500 })).toMatchFileSnapshot('../golden/plan.truncated.md');
+    await expect(renderMarkdown(richPlan, { live: richLive, maxLength: 2500, footer })).toMatchFileSnapshot('../golden/plan.truncated.md');
   });
 
   it('the apply report', async () => {

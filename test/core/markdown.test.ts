@@ -16,6 +16,20 @@ function balanced(md: string): void {
 }
 
 describe('renderMarkdown', () => {
+  const footer = { toolVersion: '9.9.9', generatedAt: '2024-06-01T12:00:00.000Z', revision: { commit: 'f'.repeat(40), dirty: false } };
+
+  it.each([600, 1500, 2500, 100_000])('ends with the provenance footer, kept within maxLength %i', (maxLength) => {
+    const md = renderMarkdown(richPlan, { live: richLive, maxLength, footer });
+    expect(md.length).toBeLessThanOrEqual(maxLength);
+    expect(md.endsWith(`\n\n<sub>dus-sync 9.9.9 · from commit <code>ffffffffffff</code> · 2024-06-01T12:00:00.000Z</sub>\n`)).toBe(true);
+    balanced(md);
+  });
+
+  it('says so when the desired state is not in git, and escapes a version it is given', () => {
+    const md = renderMarkdown(richPlan, { footer: { toolVersion: '1.0.0-<b>x</b>', generatedAt: '2024-06-01T12:00:00.000Z' } });
+    expect(md).toContain('<sub>dus-sync 1.0.0-&lt;b&gt;x&lt;/b&gt; · outside git (no commit) · 2024-06-01T12:00:00.000Z</sub>');
+  });
+
   const fullLength = renderMarkdown(richPlan, { live: richLive }).length;
 
   it.each([300, 600, 1000, 1500, 2000, 2500, 3000])('stays within maxLength %i and valid', (maxLength) => {

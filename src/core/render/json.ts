@@ -1,6 +1,6 @@
 // The plan JSON of SPEC section 2 (format_version 1). Field order is fixed here, SPEC fields
 // first and additions after them, so that the same plan always serialises to the same bytes.
-import type { Change, Conflict, FirmwareFields, Plan, PlanError, SourceLocation } from '../../model/index.js';
+import type { Change, Conflict, DesiredRevision, FirmwareFields, Plan, PlanError, SourceLocation } from '../../model/index.js';
 import { sortDependencies, sortKeysDeep } from '../canonical.js';
 
 function fields(f: FirmwareFields): Record<string, unknown> {
@@ -84,7 +84,15 @@ export function planToJson(plan: Plan): Record<string, unknown> {
   };
 }
 
-/** `suspended`: the config has `suspend: true` (the field is there only then, as `true`). */
-export function renderJson(plan: Plan, opts: { suspended?: boolean } = {}): string {
-  return JSON.stringify({ ...planToJson(plan), ...(opts.suspended ? { suspended: true } : {}) }, null, 2) + '\n';
+/** The git revision of the desired state, as plan JSON and saved plans carry it. */
+export function revisionJson(r: DesiredRevision | undefined): Record<string, unknown> {
+  return r ? { desired_revision: { commit: r.commit, dirty: r.dirty } } : {};
+}
+
+/**
+ * `suspended`: the config has `suspend: true` (the field is there only then, as `true`).
+ * `revision`: the desired state's git commit (`desired_revision`, there only inside git).
+ */
+export function renderJson(plan: Plan, opts: { suspended?: boolean; revision?: DesiredRevision } = {}): string {
+  return JSON.stringify({ ...planToJson(plan), ...(opts.suspended ? { suspended: true } : {}), ...revisionJson(opts.revision) }, null, 2) + '\n';
 }

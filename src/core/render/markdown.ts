@@ -3,7 +3,7 @@
 // GitHub caps comments at 65536 characters, so the document shrinks gracefully: detail blocks
 // turn into one-line entries from the end, then entries are dropped, always leaving valid markdown.
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
-import type { Action, Change, Conflict, FirmwareChange, FirmwareFields, LiveState, PhaseChange, Plan, PlanError } from '../../model/index.js';
+import type { Action, Change, Conflict, DesiredRevision, FirmwareChange, FirmwareFields, LiveState, PhaseChange, Plan, PlanError } from '../../model/index.js';
 import { canonicalJson, compareStrings } from '../canonical.js';
 import { countDeactivations } from '../safety.js';
 import { safeText } from './ansi.js';
@@ -18,6 +18,15 @@ export interface MarkdownOptions {
   readonly live?: LiveState;
   /** The config has `suspend: true`: said right under the title. */
   readonly suspended?: boolean;
+  /** Provenance in a footer: the tool, the desired state's git revision and when it was made. */
+  readonly footer?: MarkdownFooter;
+}
+
+export interface MarkdownFooter {
+  readonly toolVersion: string;
+  /** ISO 8601 time the plan was made (passed in: the renderer has no clock). */
+  readonly generatedAt: string;
+  readonly revision?: DesiredRevision;
 }
 
 const DEFAULT_MAX_LENGTH = 65536;
@@ -311,10 +320,25 @@ function shrink(head: string, units: readonly Unit[], max: number, minimalHead: 
   return bare.length <= max ? bare : bare.slice(0, Math.max(0, max - 1)).replace(/[^\n]*$/, '') + '\n';
 }
 
+/** One line in small print: which tool made the plan, from which commit, when. */
+function footerLine(f: MarkdownFooter): string {
+  const revision = f.revision
+    ? `from commit ${code(f.revision.commit.slice(0, 12))}${f.revision.dirty ? ' with uncommitted changes' : ''}`
+    : 'outside git (no commit)';
+  return `<sub>dus-sync ${escapeMarkdown(f.toolVersion)} · ${revision} · ${escapeMarkdown(f.generatedAt)}</sub>`;
+}
+
 export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
+  // The footer is kept whatever the shrinking: the body gets the room that is left.
+  const footer = opts.footer ? footerLine(opts.footer) : undefined;
+  const body = renderBody(plan, opts, footer ? (opts.maxLength ?? DEFAULT_MAX_LENGTH) - footer.length - 2 : opts.maxLength ?? DEFAULT_MAX_LENGTH);
+  return footer ? `${body}\n${footer}\n` : body;
+}
+
+function renderBody(plan: Plan, opts: MarkdownOptions, maxLength: number): string {
   const title = `## ${escapeMarkdown(opts.title ?? 'dus-sync plan')}`;
   const top = opts.suspended ? `${title}\n\n> [!CAUTION]\n> **Suspended**: ${escapeMarkdown(SUSPENDED).replace('suspend: true', '`suspend: true`')}` : title;
   const summary = `**${summaryLine(plan)}**`;
   const head = [top, summary, summaryTable(plan), riskCallout(plan)].filter((p): p is string => p !== undefined).join('\n\n');
-  return shrink(head, unitsOf(plan, opts.live), opts.maxLength ?? DEFAULT_MAX_LENGTH, `${top}\n\n${summary}`);
+  return shrink(head, unitsOf(plan, opts.live), maxLength, `${top}\n\n${summary}`);
 }

@@ -1,0 +1,109 @@
+// One reconcile pass as watch runs it, against the emulator, with a clock the test moves: what a
+// pass with a conflict says, and how often it says it.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createReconcilePass } from '../../src/agent/pass.js';
+import { RepeatLimiter } from '../../src/agent/repeat.js';
+import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
+import { memoryLogger } from './helpers.js';
+
+const KEY = 'pass-test-secret-key-acme-0123456789';
+const seed = {
+  tenants: { acme: { api_key: KEY, bundles: [{ version: '1', firmwares: [
+    { version_number: '2.4.1', component_name: 'modem', uncompressed_size: 1000, is_deactivated: false, dependencies: [] },
+  ] }], actions: [{ id: 42, status: 'pending', phases: [{ name: 'canary', trigger_on: {}, info: {} }] }] } },
+} as unknown as Seed;
+
+let emulator: RunningEmulator | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  await emulator?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  emulator = undefined; dir = undefined;
+});
+
+function write(path: string, text: string): void {
+  mkdirSync(dirname(join(dir!, path)), { recursive: true });
+  writeFileSync(join(dir!, path), text);
+}
+
+const HOUR = 60 * 60_000;
+
+describe('a pass with a conflict', () => {
+  it('never says "in sync", warns with tenant, kind, key, file and line, and repeats the same warning at most hourly', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-'));
+    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
+    const action = (name: string) => `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: ${name} }\n`;
+    write('tenants/actions.yaml', action('first'));
+    write('tenants/fw.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1" }\n');
+    const log = memoryLogger();
+    let now = 1_700_000_000_000;
+    const clock = { now: () => now, sleep: () => Promise.resolve() };
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log, clock,
+    });
+    const signal = new AbortController().signal;
+    const warnings = () => log.lines.filter((l) => l.level === 'warn' && l.msg.startsWith('conflict on action 42'));
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.result).toBe('conflict');
+      expect(first.message).not.toMatch(/in sync/);
+      expect(first.message).toBe('1 conflict to fix; nothing to apply (1 unchanged)');
+      expect(first.objects).toEqual(new Map([['acme', { in_sync: 1, drift: 0, conflict: 1, error: 0 }]]));
+      expect(first.synced).toEqual([]);
+      expect(warnings()).toHaveLength(1);
+      expect(warnings()[0]!.fields).toEqual({ tenant: 'acme', kind: 'action', key: '42', file: expect.stringMatching(/tenants\/actions\.yaml$/) as string, line: 7 }); // the phase that differs
+
+      // The same conflict every interval: quiet within the hour, said again after it.
+      for (let i = 0; i < 5; i++) { now += 5 * 60_000; await pass({ reason: 'interval' }, signal); }
+      expect(warnings()).toHaveLength(1);
+      now += HOUR;
+      await pass({ reason: 'interval' }, signal);
+      expect(warnings()).toHaveLength(2);
+
+      // A different conflict on the same action is news at once.
+      write('tenants/actions.yaml', action('second'));
+      now += 1000;
+      await pass({ reason: 'file-change' }, signal);
+      expect(warnings()).toHaveLength(3);
+      expect(warnings()[2]!.msg).toContain('second');
+
+      // Fixed, then broken the same way again: logged again, as new.
+      write('tenants/actions.yaml', action('canary'));
+      now += 1000;
+      const fixed = await pass({ reason: 'file-change' }, signal);
+      expect(fixed.result).toBe('success');
+      expect(fixed.message).toBe('in sync (2 unchanged)');
+      expect(fixed.synced).toEqual(['acme']);
+      write('tenants/actions.yaml', action('second'));
+      now += 1000;
+      await pass({ reason: 'file-change' }, signal);
+      expect(warnings()).toHaveLength(4);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('RepeatLimiter', () => {
+  it('says a warning when first seen, when it changes, then once a window; forgets what went away', () => {
+    let t = 0;
+    const r = new RepeatLimiter(() => t, 1000);
+    expect(r.shouldLog('a', 'x')).toBe(true);
+    t = 999;
+    expect(r.shouldLog('a', 'x')).toBe(false);
+    expect(r.shouldLog('a', 'y')).toBe(true);
+    r.endRound();
+    t = 1998;
+    expect(r.shouldLog('a', 'y')).toBe(false);
+    t = 1999;
+    expect(r.shouldLog('a', 'y')).toBe(true);
+    r.endRound();
+    r.endRound();
+    expect(r.shouldLog('a', 'y')).toBe(true);
+  });
+});
