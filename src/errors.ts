@@ -77,6 +77,22 @@ export class UserError extends Error {
   }
 }
 
+/** The state folder (journal, lock, history) cannot be used: a path, permission or disk problem. */
+export class StateError extends UserError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StateError';
+  }
+}
+
+/** Another run holds the apply lock: nothing is wrong, the write waits for it. */
+export class LockHeldError extends UserError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LockHeldError';
+  }
+}
+
 export type DusError = ConfigError | ApiError | UnsafePlanError | ConflictError | UserError;
 
 export function isDusError(err: unknown): err is DusError {

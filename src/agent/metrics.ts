@@ -132,7 +132,7 @@ export class AgentMetrics {
     this.suspended.set(0);
     this.inDoubt.set(0);
     // Every result shows up as 0 from the start, so rate() and alerts work before the first failure.
-    for (const r of ['success', 'invalid-config', 'api-error', 'unsafe', 'conflict', 'partial-failure', 'suspended'] as const) {
+    for (const r of ['success', 'invalid-config', 'api-error', 'state-error', 'locked', 'unsafe', 'conflict', 'partial-failure', 'suspended'] as const) {
       this.reconcileTotal.inc({ result: r }, 0);
     }
   }

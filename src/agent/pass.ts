@@ -4,7 +4,7 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ApiLimits, Clock, DesiredState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
-import { ApiError, ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
+import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
@@ -249,6 +249,9 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     } catch (err) {
       if (err instanceof UnsafePlanError) return result({ ...rev, result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
       if (err instanceof ConfigError) return invalid(err, opts.log);
+      // The journal or the lock: said as what it is, not as an API failure.
+      if (err instanceof LockHeldError) return result({ ...rev, result: 'locked', message: redact(err.message) });
+      if (err instanceof StateError) return result({ ...rev, result: 'state-error', message: redact(`the state folder: ${err.message}`) });
       if (err instanceof UserError && !(err instanceof ApiError)) return result({ ...rev, result: 'api-error', message: redact(err.message) });
       return result({ ...rev, result: 'api-error', message: redact(err instanceof Error ? err.message : String(err)) });
     }

@@ -61,7 +61,7 @@ export type StopOutcome = 'idle' | 'finished' | 'aborted';
 const DEFAULT_DEBOUNCE_MS = 300;
 const DEFAULT_JITTER = 0.1;
 // Outcomes that are worth retrying soon: the API (or the network) may recover by itself.
-const RETRYABLE: ReadonlySet<PassOutcome> = new Set<PassOutcome>(['api-error', 'partial-failure']);
+const RETRYABLE: ReadonlySet<PassOutcome> = new Set<PassOutcome>(['api-error', 'state-error', 'locked', 'partial-failure']);
 
 interface Pending {
   readonly reasons: Set<TriggerReason>;
@@ -412,7 +412,9 @@ function levelOf(r: PassOutcome): 'info' | 'warn' | 'error' {
     case 'invalid-config':
     case 'unsafe':
     case 'conflict':
+    case 'locked':
       return 'warn';
+    case 'state-error':
     case 'api-error':
     case 'partial-failure':
       return 'error';

@@ -18,6 +18,7 @@ import { lstat, open as openFile, readdir, type FileHandle } from 'node:fs/promi
 import { basename, dirname, join } from 'node:path';
 import type { Action, Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
+import { StateError } from '../errors.js';
 import { redact } from '../redact.js';
 import { SETTLE_WINDOW_MS } from '../limits.js';
 import { phaseDigest } from './digest.js';
@@ -239,7 +240,7 @@ export class Journal {
 
   private append(line: Line): Promise<void> {
     return this.enqueue(async (h) => {
-      if (this.broken) throw new Error(`the journal ${this.path} could not be written before (${this.broken.message}); nothing more is sent`);
+      if (this.broken) throw new StateError(`the journal ${this.path} could not be written before (${this.broken.message}); nothing more is sent`);
       try {
         await this.assertSameFile(h);
         await appendAll(h, JSON.stringify(line) + '\n');
@@ -267,7 +268,7 @@ export class Journal {
   private async assertSameFile(h: FileHandle): Promise<void> {
     const [mine, there] = await Promise.all([h.stat(), lstat(this.path).catch(() => undefined)]);
     if (there === undefined || there.ino !== mine.ino || there.dev !== mine.dev) {
-      throw new Error(`the journal ${this.path} was replaced by another process (which must hold the lock now)`);
+      throw new StateError(`the journal ${this.path} was replaced by another process (which must hold the lock now)`);
     }
   }
 

@@ -16,7 +16,7 @@ import { lstat, open, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../model/index.js';
-import { UserError } from '../errors.js';
+import { LockHeldError, StateError } from '../errors.js';
 import { ensurePrivateDir, readWhole } from './private-dir.js';
 
 /** A holder refreshes its heartbeat this often. */
@@ -49,7 +49,7 @@ export interface LockOptions {
 }
 
 /** The lock was taken over: the holder must stop writing. */
-export class LockLostError extends UserError {
+export class LockLostError extends StateError {
   constructor(path: string) {
     super(`the lock ${path} was taken over by another process (this one missed its heartbeats); no further writes were sent: run again`);
   }
@@ -265,10 +265,10 @@ function held(path: string, handle: FileHandle, heartbeatMs: number): ApplyLock 
   };
 }
 
-function heldError(held: LockInfo | null, dir: string): UserError {
+function heldError(held: LockInfo | null, dir: string): LockHeldError {
   const lockName = join(displayDir(dir), LOCK_FILE);
   const who = held === null ? 'a process that left an unreadable lock' : `pid ${held.pid}${held.host !== hostname() ? ` on ${held.host}` : ''}, started ${held.started}`;
-  return new UserError(
+  return new LockHeldError(
     `another dus-sync apply (${who}) holds ${lockName}; wait for it: the lock is taken over once its heartbeat is ${Math.round(LOCK_STALE_MS / 1000)} s old`,
   );
 }

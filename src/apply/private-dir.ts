@@ -5,24 +5,46 @@ import { constants } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { chmod, lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { UserError } from '../errors.js';
+import { StateError } from '../errors.js';
+
+/**
+ * `mkdir -p`, one level at a time: Node's recursive mkdir spins forever on some paths (under
+ * /proc, for one) instead of failing, which hung every pass of the agent.
+ */
+async function makeFolders(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let d = dir; ; d = dirname(d)) {
+    const st = await lstat(d).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
+    if (st !== undefined) break;
+    missing.push(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) {
+    await mkdir(d, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+  }
+}
 
 /** Creates the folder 0700, or checks an existing one: a real folder, ours, not shared; a loose mode is tightened. */
 export async function ensurePrivateDir(dir: string, what: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
-    throw new UserError(`cannot create the folder ${dir} for ${what} (${err.code ?? err.message}); check the path and its permissions`);
+  await makeFolders(dir).catch((err: NodeJS.ErrnoException) => {
+    throw new StateError(`cannot create the folder ${dir} for ${what} (${err.code ?? err.message}); check the path and its permissions, or set DUS_SYNC_STATE_DIR (or --journal) to a writable folder`);
   });
   const st = await lstat(dir);
   if (st.isSymbolicLink()) {
-    throw new UserError(`${dir} is a symbolic link; dus-sync keeps ${what} only in a real folder: remove the link (a pull request may have added it) or pass --journal with another path`);
+    throw new StateError(`${dir} is a symbolic link; dus-sync keeps ${what} only in a real folder: remove the link (a pull request may have added it) or pass --journal with another path`);
   }
-  if (!st.isDirectory()) throw new UserError(`${dir} is not a folder; remove it or pass --journal with another path`);
+  if (!st.isDirectory()) throw new StateError(`${dir} is not a folder; remove it or pass --journal with another path`);
   const uid = process.getuid?.();
   if (uid !== undefined && st.uid !== uid) {
-    throw new UserError(`${dir} belongs to user ${st.uid}, not to this user (${uid}); dus-sync keeps ${what} only in a folder of its own: pass --journal with a path in such a folder`);
+    throw new StateError(`${dir} belongs to user ${st.uid}, not to this user (${uid}); dus-sync keeps ${what} only in a folder of its own: pass --journal with a path in such a folder`);
   }
   if ((st.mode & 0o1000) !== 0) {
-    throw new UserError(`${dir} is a shared folder (sticky bit); dus-sync keeps ${what} only in a folder of its own: pass --journal with a path in such a folder`);
+    throw new StateError(`${dir} is a shared folder (sticky bit); dus-sync keeps ${what} only in a folder of its own: pass --journal with a path in such a folder`);
   }
   if ((st.mode & 0o077) !== 0) await chmod(dir, 0o700);
 }
@@ -49,16 +71,16 @@ export async function openPrivateFile(path: string, flags: number, what: string)
     handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'EMLINK') throw new UserError(`${path} is a symbolic link; dus-sync does not follow links for ${what}: remove it`);
-    if (code === 'EISDIR') throw new UserError(`${path} is a folder, not a file; remove it so dus-sync can keep ${what} there, or pass --journal with another path`);
-    if (code === 'EACCES' || code === 'EPERM') throw new UserError(`${path} cannot be opened (${code}); check its permissions, or pass --journal with another path`);
+    if (code === 'ELOOP' || code === 'EMLINK') throw new StateError(`${path} is a symbolic link; dus-sync does not follow links for ${what}: remove it`);
+    if (code === 'EISDIR') throw new StateError(`${path} is a folder, not a file; remove it so dus-sync can keep ${what} there, or pass --journal with another path`);
+    if (code === 'EACCES' || code === 'EPERM') throw new StateError(`${path} cannot be opened (${code}); check its permissions, or pass --journal with another path`);
     throw err;
   }
   try {
     const st = await handle.stat();
-    if (!st.isFile()) throw new UserError(`${path} is not a regular file; remove it so dus-sync can keep ${what} there`);
+    if (!st.isFile()) throw new StateError(`${path} is not a regular file; remove it so dus-sync can keep ${what} there`);
     const uid = process.getuid?.();
-    if (uid !== undefined && st.uid !== uid) throw new UserError(`${path} belongs to user ${st.uid}, not to this user (${uid}); remove it`);
+    if (uid !== undefined && st.uid !== uid) throw new StateError(`${path} belongs to user ${st.uid}, not to this user (${uid}); remove it`);
     if ((st.mode & 0o777) !== 0o600) await handle.chmod(0o600);
     return handle;
   } catch (err) {
@@ -73,7 +95,7 @@ export async function openPrivateFile(path: string, flags: number, what: string)
  */
 export async function readWhole(handle: FileHandle, maxBytes = Number.MAX_SAFE_INTEGER, what = 'the file'): Promise<string> {
   const { size } = await handle.stat();
-  if (size > maxBytes) throw new UserError(`${what} is ${Math.ceil(size / 1024 / 1024)} MiB, more than the ${Math.round(maxBytes / 1024 / 1024)} MiB it may be; it should be tiny: look at it, and remove it only if no apply is running and no append is in doubt`);
+  if (size > maxBytes) throw new StateError(`${what} is ${Math.ceil(size / 1024 / 1024)} MiB, more than the ${Math.round(maxBytes / 1024 / 1024)} MiB it may be; it should be tiny: look at it, and remove it only if no apply is running and no append is in doubt`);
   const buf = Buffer.alloc(size);
   let off = 0;
   while (off < size) {

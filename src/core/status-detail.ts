@@ -14,6 +14,8 @@ export type PassOutcome =
   | 'success'
   | 'invalid-config'
   | 'api-error'
+  | 'state-error'
+  | 'locked'
   | 'unsafe'
   | 'conflict'
   | 'partial-failure'

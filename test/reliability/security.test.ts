@@ -380,8 +380,8 @@ describe('API keys are never shown', () => {
     const c = ['--config', `${dir}/dus-sync.yaml`];
     const env = { DUS_API_KEY_ACME: KEY };
     const runs = [
-      await runCli([...c, 'apply', '--auto-approve', '--journal', `${dir}/state/journal.jsonl`], { env }),
-      await runCli([...c, '--debug', 'apply', '--auto-approve', '--journal', `${dir}/state/journal.jsonl`], { env }),
+      await runCli([...c, 'apply', '--auto-approve', '--journal', `${dir}/state/journal.jsonl`, '--settle-window', '1s'], { env }),
+      await runCli([...c, '--debug', 'apply', '--auto-approve', '--journal', `${dir}/state/journal.jsonl`, '--settle-window', '1s'], { env }),
       await runCli([...c, 'status', '--format', 'json'], { env }),
     ];
     expect(runs[0]!.code).toBe(1);

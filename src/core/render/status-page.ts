@@ -82,7 +82,7 @@ const t = escapeHtmlText;
 
 const OUTCOME_TONE: Readonly<Record<PassOutcome, string>> = {
   success: 'ok', suspended: 'info', conflict: 'warn', unsafe: 'warn',
-  'invalid-config': 'bad', 'api-error': 'bad', 'partial-failure': 'bad',
+  'invalid-config': 'bad', 'api-error': 'bad', 'partial-failure': 'bad', 'state-error': 'bad', locked: 'info',
 };
 
 const STATE_LABEL: Readonly<Record<SyncState, { readonly tone: string; readonly label: string }>> = {
