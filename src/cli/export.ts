@@ -7,7 +7,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
 import { tenantIdsOf } from '../agent/reconcile.js';
 import { writeFileAtomic } from '../atomic-write.js';
-import { indexFirmwares } from '../api/fetch-live.js';
+import { indexFirmwares, recordsBudget } from '../api/fetch-live.js';
 import { effectiveLimits } from '../api/limits.js';
 import { exportFiles, type ExportedFile } from '../core/export.js';
 import { UserError } from '../errors.js';
@@ -181,7 +181,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     // The API cannot list actions: without --action none are exported, which is easy to miss.
     if (actionIds.length === 0) log.info('note: actions are exported only when named: --action ID (repeatable)');
     const [firmwares, actions] = await Promise.all([
-      indexFirmwares(api.bundlePages()),
+      // Export keeps every record of the tenant: bounded in total, not only per answer.
+      indexFirmwares(api.bundlePages(), { tenant, budget: recordsBudget(client.limits.maxResponseBytes) }),
       readActions((id) => api.getAction(id), actionIds, tenant),
     ]);
     // YAML meant for git never holds a key: each place one was found live gets the placeholder
