@@ -12,7 +12,7 @@ import { redact, registerSecret } from '../redact.js';
 import { VERSION } from '../version.js';
 import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
-import { ERROR_BODY_BYTES, FETCH_TIMEOUT_MS, formatDuration, formatSize, MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_MS } from './limits.js';
+import { ERROR_BODY_BYTES, FETCH_TIMEOUT_MS, formatDuration, formatSize, LIST_BUDGET_FACTOR, MAX_BUNDLE_VERSION_LENGTH, MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_MS } from './limits.js';
 import { backoffDelay, classifyNetworkError, parseRetryAfter, ResponseLimitError, RETRYABLE_STATUSES, type NetworkFailure } from './retry.js';
 import type { ApiClientOptions, TenantClient } from './types.js';
 import { apiPath, isLoopbackHost, parseBaseUrl, segment, type BaseUrl } from './url.js';
@@ -286,6 +286,8 @@ async function* bundlePages(ctx: Context, tenant: string, send: (c: Call, s?: Ab
   let url: URL | null = new URL(first, ctx.base.origin);
   const seen = new Set<string>();
   let total: number | undefined;
+  const listBudget = LIST_BUDGET_FACTOR * ctx.maxResponseBytes;
+  let readChars = 0;
   while (url) {
     const call: Call = { method: 'GET', path: `${url.pathname}${url.search}`, route: ROUTES.list, idempotent: true };
     if (seen.has(url.href)) {
@@ -295,7 +297,17 @@ async function* bundlePages(ctx: Context, tenant: string, send: (c: Call, s?: Ab
       throw new ApiError(`the bundle list has more than ${DEFAULTS.maxPages} pages: stopping (the API's next links do not end)`, { endpoint: endpointOf(call) });
     }
     seen.add(url.href);
-    const page = parseAs<FirmwareBundleList>('FirmwareBundleList', call, await send(call, signal));
+    const reply = await send(call, signal);
+    // Each answer is bounded on its own; the pages of an endless list, each under the cap, are not.
+    readChars += reply.text.length;
+    if (readChars > listBudget) {
+      throw new ApiError(`the bundle list of tenant ${tenant} (GET ${cutText(first, MAX_PATH_SHOWN)}) passed ${formatSize(listBudget)} over ${seen.size} pages (${LIST_BUDGET_FACTOR} × --max-response-size) and its next links go on, so reading stopped: if the tenant is that large, raise --max-response-size (api.max_response_size); otherwise check the API`, { endpoint: endpointOf(call), retryable: false });
+    }
+    const page = parseAs<FirmwareBundleList>('FirmwareBundleList', call, reply);
+    const long = page.results.find((b) => b.version.length > MAX_BUNDLE_VERSION_LENGTH);
+    if (long !== undefined) {
+      throw malformedError(endpointOf(call), `a bundle version is ${formatSize(long.version.length)} long (${JSON.stringify(long.version.slice(0, 40))}…); versions go into the path of GET /api/v1/firmware-bundles/version/{version}, and dus-sync takes at most ${MAX_BUNDLE_VERSION_LENGTH} characters, so this is not one`, reply.status);
+    }
     const next = nextUrl(ctx.base, url, page.next, call);
     // DRF's count is of bundles; the first page's length is the page size.
     if (seen.size === 1 && next && typeof page.count === 'number' && page.results.length > 0) total = Math.ceil(page.count / page.results.length);

@@ -3,7 +3,7 @@
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
-import { ACTIONS_BUDGET_FACTOR, formatDuration, formatSize } from './limits.js';
+import { ACTIONS_BUDGET_FACTOR, BUNDLES_KEPT_PER_RECORD, formatDuration, formatSize, RECORD_OVERHEAD, RECORDS_BUDGET_FACTOR } from './limits.js';
 import type { TenantClient } from './types.js';
 
 export interface FetchLiveOptions {
@@ -15,6 +15,8 @@ export interface FetchLiveOptions {
 interface Wanted {
   /** The declared version numbers; empty: the bundle list is not read at all. */
   versions: Set<string>;
+  /** The declared bundle_version values: kept on every record that is in them. */
+  bundles: Set<string>;
   actionIds: Set<number>;
 }
 
@@ -33,7 +35,7 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, opts: 
   )), fetchTimeoutMs);
   timer.unref();
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
-  const budget = { actionBytes: ACTIONS_BUDGET_FACTOR * maxResponseBytes };
+  const budget = { actionBytes: ACTIONS_BUDGET_FACTOR * maxResponseBytes, records: recordsBudget(maxResponseBytes) };
   try {
     const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, { ...opts, signal }, budget)));
     return { tenants: new Map(names.map((name, i) => [name, tenants[i]!])) };
@@ -47,12 +49,16 @@ function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
   const get = (t: string): Wanted => {
     let w = out.get(t);
     if (!w) {
-      w = { versions: new Set(), actionIds: new Set() };
+      w = { versions: new Set(), bundles: new Set(), actionIds: new Set() };
       out.set(t, w);
     }
     return w;
   };
-  for (const f of desired.firmwares) get(f.tenant).versions.add(f.spec.version_number);
+  for (const f of desired.firmwares) {
+    const w = get(f.tenant);
+    w.versions.add(f.spec.version_number);
+    if (f.spec.bundle_version !== undefined) w.bundles.add(f.spec.bundle_version);
+  }
   for (const a of desired.actions) get(a.tenant).actionIds.add(a.id);
   return out;
 }
@@ -60,11 +66,15 @@ function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
 interface Budget {
   /** Bytes of actions the tenant may still keep (each is held whole in memory). */
   actionBytes: number;
+  /** Firmware records all tenants of the fetch may still keep. */
+  readonly records?: RecordsBudget;
 }
 
 async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions, budget: Budget): Promise<LiveTenant> {
   const [firmwares, { actions, errors }] = await Promise.all([
-    wanted.versions.size > 0 ? indexFirmwares(client.bundlePages(opts.signal), { versions: wanted.versions }) : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
+    wanted.versions.size > 0
+      ? indexFirmwares(client.bundlePages(opts.signal), { versions: wanted.versions, bundles: wanted.bundles, tenant: client.tenant, ...(budget.records ? { budget: budget.records } : {}) })
+      : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
     readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts, { actionBytes: budget.actionBytes }),
   ]);
   return { firmwares, actions, ...(errors.size > 0 ? { actionErrors: errors } : {}) };
@@ -72,7 +82,10 @@ async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLive
 
 interface Accumulated {
   record: Omit<LiveFirmware, 'bundles'>;
-  bundles: Set<string>;
+  /** The first BUNDLES_KEPT_PER_RECORD bundle versions in sorted order, sorted. */
+  first: string[];
+  /** Declared bundle versions the record is in (the guard of plan asks for them by name); made when first needed. */
+  declared?: Set<string>;
 }
 
 /** Records kept per version number: more than one is an ambiguity the planner reports, and a server must not make it unbounded. */
@@ -81,6 +94,45 @@ export const MAX_RECORDS_PER_VERSION = 64;
 export interface IndexOptions {
   /** Keep only the records of these version numbers (the declared firmwares); all when absent (export). */
   readonly versions?: ReadonlySet<string>;
+  /** Bundle versions kept on a record whenever it is in them, beyond the first few: the declared bundle_version values. */
+  readonly bundles?: ReadonlySet<string>;
+  /** What may be kept, shared by the tenants of one fetch; none: no bound (tests of small inputs). */
+  readonly budget?: RecordsBudget;
+  /** Named in the message when the budget runs out. */
+  readonly tenant?: string;
+}
+
+/** Characters of records and bundle versions that may still be kept, of `limit`. */
+export interface RecordsBudget {
+  left: number;
+  readonly limit: number;
+}
+
+export function recordsBudget(maxResponseBytes: number): RecordsBudget {
+  const limit = RECORDS_BUDGET_FACTOR * maxResponseBytes;
+  return { left: limit, limit };
+}
+
+/** About what a kept record costs in memory: its strings, and the objects that hold them. */
+function recordSize(r: Omit<LiveFirmware, 'bundles'>): number {
+  let n = RECORD_OVERHEAD + r.version_number.length + r.component_name.length + (r.firmware_id?.length ?? 0);
+  for (const d of r.dependencies) n += 32 + d.component_name.length + d.min_version.length;
+  return n;
+}
+
+/** Inserts `version` into the sorted, bounded list; the characters it added (less any it pushed out). */
+function keepFirst(list: string[], version: string): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]! < version) lo = mid + 1;
+    else hi = mid;
+  }
+  if (list[lo] === version || lo >= BUNDLES_KEPT_PER_RECORD) return 0;
+  list.splice(lo, 0, version);
+  const dropped = list.length > BUNDLES_KEPT_PER_RECORD ? list.pop()!.length : 0;
+  return version.length - dropped;
 }
 
 interface Slot {
@@ -95,11 +147,35 @@ interface Slot {
  * stay several records (at most MAX_RECORDS_PER_VERSION), and the planner reports the
  * ambiguity. One pass, constant work per record: a page of 100,000 records under one number
  * took minutes with a linear search per record. Records of other numbers are dropped as each
- * page is read, so what is kept grows with the desired state, not with the server's answers.
+ * page is read, and a record keeps only its first bundle versions (and the declared ones), so
+ * what is kept grows with the desired state, not with the server's answers; the budget bounds
+ * the rest (export, which keeps every record, and a server that answers with many ambiguous ones).
  */
 export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundle[]>, opts: IndexOptions = {}): Promise<Map<string, readonly LiveFirmware[]>> {
   const byNumber = new Map<string, Slot>();
+  const budget = opts.budget;
+  let pageCount = 0;
+  const spend = (n: number): void => {
+    if (budget === undefined) return;
+    budget.left -= n;
+    if (budget.left < 0) {
+      const whose = opts.tenant === undefined ? '' : ` of tenant ${opts.tenant}`;
+      throw new ApiError(`the firmware records${whose} read from the bundle list (GET /api/v1/firmware-bundles) passed ${formatSize(budget.limit)} in memory (${RECORDS_BUDGET_FACTOR} × --max-response-size) after ${pageCount} page${pageCount === 1 ? '' : 's'}, so reading stopped: if the tenant is that large, raise --max-response-size (api.max_response_size); otherwise check the API (its next links may never end)`, { retryable: false });
+    }
+  };
+  const addBundle = (acc: Accumulated, version: string): void => {
+    if (opts.bundles?.has(version) === true) {
+      acc.declared ??= new Set();
+      if (!acc.declared.has(version)) {
+        acc.declared.add(version);
+        spend(version.length);
+      }
+      return;
+    }
+    spend(keepFirst(acc.first, version));
+  };
   for await (const page of pages) {
+    pageCount++;
     for (const bundle of page) {
       for (const fw of bundle.firmwares) {
         if (opts.versions !== undefined && !opts.versions.has(fw.version_number)) continue;
@@ -110,7 +186,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         }
         const same = (fw.firmware_id != null ? slot.byId.get(fw.firmware_id) : undefined) ?? slot.byComponent.get(fw.component_name);
         if (same) {
-          same.bundles.add(bundle.version);
+          addBundle(same, bundle.version);
           continue;
         }
         if (slot.list.length >= MAX_RECORDS_PER_VERSION) continue;
@@ -123,8 +199,10 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
             uncompressed_size: fw.uncompressed_size ?? null,
             dependencies: fw.dependencies ?? [],
           },
-          bundles: new Set([bundle.version]),
+          first: [],
         };
+        spend(recordSize(acc.record));
+        addBundle(acc, bundle.version);
         slot.list.push(acc);
         if (fw.firmware_id != null) slot.byId.set(fw.firmware_id, acc);
         if (!slot.byComponent.has(fw.component_name)) slot.byComponent.set(fw.component_name, acc);
@@ -134,7 +212,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   const out = new Map<string, readonly LiveFirmware[]>();
   for (const number of [...byNumber.keys()].sort()) {
     const records = byNumber.get(number)!.list
-      .map((r): LiveFirmware => ({ ...r.record, bundles: [...r.bundles].sort() }))
+      .map((r): LiveFirmware => ({ ...r.record, bundles: r.declared === undefined ? r.first : [...new Set([...r.first, ...r.declared])].sort() }))
       .sort((a, b) => (a.component_name < b.component_name ? -1 : a.component_name > b.component_name ? 1 : 0));
     out.set(number, records);
   }

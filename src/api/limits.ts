@@ -39,6 +39,46 @@ export const FETCH_TIMEOUT_MS: Range & { readonly default: number } = { default:
 /** The actions of one tenant may total this many times --max-response-size: they are kept whole in memory. */
 export const ACTIONS_BUDGET_FACTOR = 8;
 
+/**
+ * The bundle list of one tenant may total this many times --max-response-size over all its
+ * pages: 2 GiB at the default, some six million firmware records, hundreds of times the
+ * benchmark's tenant. Pages are read one at a time, so this bounds time and traffic, not
+ * memory: a list whose next links never end (each page just under the cap) stops here, in a
+ * sentence, long before the fetch deadline.
+ */
+export const LIST_BUDGET_FACTOR = 64;
+
+/**
+ * The firmware records kept from the bundle lists of one fetch (plan, apply, a pass of watch:
+ * the declared ones; export: all of one tenant) may total this many times --max-response-size,
+ * each counted as RECORD_OVERHEAD plus its kept strings: 64 MiB at the default, about 120,000
+ * records, more than the largest list that fits in one answer (some 90,000) and six times the
+ * benchmark's tenant. Export holds each record again as YAML, about 10 KB apiece at its peak
+ * (80,000 records: 780 MB), so this keeps its peak near a gigabyte instead of V8's out-of-memory
+ * crash; plan keeps only the declared records and never comes near it.
+ */
+export const RECORDS_BUDGET_FACTOR = 2;
+
+/** What a kept firmware record costs in memory beyond its strings: measured at about 650 bytes in the index. */
+export const RECORD_OVERHEAD = 512;
+
+/**
+ * Bundle versions kept per firmware record (besides the declared bundle_version, always kept):
+ * the first in sorted order, as plan, apply and export only ever use the first one (apply
+ * re-reads the record through it, export writes it as bundle_version). A firmware in ever-new
+ * bundles page after page must not make one record grow without end.
+ */
+export const BUNDLES_KEPT_PER_RECORD = 16;
+
+/**
+ * Characters in a bundle version at most. A version goes into the path of GET
+ * /api/v1/firmware-bundles/version/{version}; real ones are a few dozen characters
+ * ("2024.06.1-rc3"), and common servers refuse a request line over 8 KiB: 512 characters stay
+ * under it even percent-encoded (up to 9 bytes a character). A longer one is not a version, and
+ * kept on a record (a 1 MiB one in every bundle of an endless list) it is what ran plan out of memory.
+ */
+export const MAX_BUNDLE_VERSION_LENGTH = 512;
+
 /** Only as much of an error answer is read as its message could ever show. */
 export const ERROR_BODY_BYTES = 64 * KIB;
 

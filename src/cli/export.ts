@@ -2,16 +2,17 @@
 // desired-state YAML, so that an existing tenant can be brought under git. It reads (every
 // bundle page, the given actions), builds the files with the pure writer, and writes only
 // those files, only inside --out. Other files in --out are left alone.
-import { lstat, mkdir, readdir, readFile, readlink, realpath } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
 import { tenantIdsOf } from '../agent/reconcile.js';
 import { writeFileAtomic } from '../atomic-write.js';
-import { indexFirmwares } from '../api/fetch-live.js';
+import { indexFirmwares, recordsBudget } from '../api/fetch-live.js';
 import { effectiveLimits } from '../api/limits.js';
 import { exportFiles, type ExportedFile } from '../core/export.js';
 import { UserError } from '../errors.js';
 import { readApiKeys } from '../load/keys.js';
+import { readRegularFile } from '../load/read-file.js';
 import { checkExportTenant } from '../load/selection.js';
 import type { Action, Logger } from '../model/index.js';
 import { redact, redactDeep } from '../redact.js';
@@ -51,20 +52,30 @@ const STAMP = /^# Exported by dus-sync [^\n]*\n/m;
 
 const sameExport = (existing: string, text: string): boolean => existing.replace(STAMP, '') === text.replace(STAMP, '');
 
+/** How much longer than the export an existing file may be and still be read to compare: room for another stamp line (a longer base URL). */
+const STAMP_SLACK = 64 * 1024;
+
 /**
  * What is at a file's path now: nothing, the same content, or other content. Only plain files
  * inside the folder are read; a link or anything odd is left to the write, which refuses it.
  */
 type FileState = 'absent' | 'same' | 'differs';
 
-async function existingState(realRoot: string, f: ExportedFile): Promise<FileState> {
+async function existingState(realRoot: string, outDir: string, f: ExportedFile): Promise<FileState> {
   const target = resolve(realRoot, f.path);
   if (f.path.includes('\0') || isAbsolute(f.path) || !inside(realRoot, target)) return 'absent';
   const parent = await realpath(dirname(target)).catch(() => undefined);
   if (parent === undefined || (parent !== realRoot && !inside(realRoot, parent))) return 'absent';
   const st = await lstat(target).catch(() => undefined);
   if (!st?.isFile()) return 'absent';
-  return sameExport(await readFile(target, 'utf8'), f.text) ? 'same' : 'differs';
+  // Read bounded, never whole: a file far larger than the export (a 20 GiB one was read into
+  // memory, or failed in a raw error naming no file) cannot hold the same content anyway.
+  const read = readRegularFile(target, { maxBytes: Buffer.byteLength(f.text) + STAMP_SLACK });
+  if (!read.ok) {
+    if (read.tooLarge === true) return 'differs';
+    throw new UserError(`cannot compare ${f.path} in ${outDir} with the export: ${read.message.replace(/^the file/, 'it')}; nothing was written`);
+  }
+  return sameExport(read.text, f.text) ? 'same' : 'differs';
 }
 
 function listed(paths: readonly string[], max = 10): string {
@@ -85,7 +96,7 @@ export async function writeExport(outDir: string, files: readonly ExportedFile[]
   const root = resolve(outDir);
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
-  const states = await Promise.all(files.map((f) => existingState(realRoot, f)));
+  const states = await Promise.all(files.map((f) => existingState(realRoot, outDir, f)));
   const differing = files.filter((_, i) => states[i] === 'differs').map((f) => f.path);
   if (differing.length > 0 && opts.force !== true) {
     throw new UserError(`refusing to overwrite ${differing.length === 1 ? 'a file' : `${differing.length} files`} in ${outDir} that ${differing.length === 1 ? 'differs' : 'differ'} from the export, so hand edits would be lost: ${listed(differing)}; nothing was written. Commit or move ${differing.length === 1 ? 'it' : 'them'} aside, or pass --force to overwrite`);
@@ -181,7 +192,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     // The API cannot list actions: without --action none are exported, which is easy to miss.
     if (actionIds.length === 0) log.info('note: actions are exported only when named: --action ID (repeatable)');
     const [firmwares, actions] = await Promise.all([
-      indexFirmwares(api.bundlePages()),
+      // Export keeps every record of the tenant: bounded in total, not only per answer.
+      indexFirmwares(api.bundlePages(), { tenant, budget: recordsBudget(client.limits.maxResponseBytes) }),
       readActions((id) => api.getAction(id), actionIds, tenant),
     ]);
     // YAML meant for git never holds a key: each place one was found live gets the placeholder

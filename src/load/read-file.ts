@@ -18,7 +18,8 @@ export interface ReadOptions {
 
 export type ReadResult =
   | { readonly ok: true; readonly text: string }
-  | { readonly ok: false; readonly message: string };
+  /** tooLarge: refused for its size alone (a caller may decide without reading it). */
+  | { readonly ok: false; readonly message: string; readonly tooLarge?: true };
 
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 
@@ -55,7 +56,7 @@ function fail(message: string): ReadResult {
 
 function tooLarge(size: number | undefined, maxBytes: number): ReadResult {
   const is = size === undefined ? 'the file is' : `the file is ${formatSize(size)},`;
-  return fail(`${is} larger than the ${formatSize(maxBytes)} limit; desired-state files are small, so this is probably not one: split it, move it out of the resources, or ${RAISE_LIMIT}`);
+  return { ok: false, tooLarge: true, message: `${is} larger than the ${formatSize(maxBytes)} limit; desired-state files are small, so this is probably not one: split it, move it out of the resources, or ${RAISE_LIMIT}` };
 }
 
 function unreadable(err: unknown): ReadResult {
