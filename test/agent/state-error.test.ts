@@ -11,7 +11,7 @@ import { startEmulator, type Seed } from '../../src/emulator/index.js';
 import { REPO } from '../diff/built-cli.js';
 
 const CLI = join(REPO, 'dist', 'cli.js');
-const KEY = 'state-error-key-0123456789';
+const KEY = 'k3y-for-the-folder-test-0123456789';
 const work = mkdtempSync(join(tmpdir(), 'dus-state-error-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
