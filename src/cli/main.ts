@@ -185,7 +185,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .action(lazy(() => import('./status.js')));
 
   program.command('init')
-    .description('write a first dus-sync.yaml here (or in --dir), and keep the intent journal out of git')
+    .description('write a first dus-sync.yaml here (or in --dir); the intent journal lives outside the repository')
     .option('--base-url <url>', 'the API\'s base URL (else left for you to fill in)')
     .option('-f, --force', 'replace an existing dus-sync.yaml')
     .addHelpText('after', '\nThe global --tenant NAME (repeatable) lists the tenants.\nExample:\n  $ dus-sync init --base-url https://updates.example.com --tenant acme')
