@@ -203,7 +203,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const conflicts = mapOf(objects, (c) => c.conflict);
       warnProblems(plan);
       detail = passDetail({ desired, live, plan });
-      const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail };
+      const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail, held: plan.held ?? [] };
       const problems = plan.conflicts.length + plan.errors.length;
       const outcome = problems > 0 ? 'conflict' : 'success';
       const troubles = problemWords(plan);
