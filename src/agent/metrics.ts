@@ -50,6 +50,7 @@ export class AgentMetrics {
   private readonly diverged: Counter;
   private readonly inDoubt: Gauge;
   private readonly lockHeld: Gauge;
+  private readonly heldObjects: Gauge<'tenant' | 'reason'>;
   private readonly suspended: Gauge;
   private readonly lastApplied: Gauge<'tenant' | 'revision' | 'dirty'>;
   private readonly lastAppliedByTenant = new Map<string, { revision: string; dirty: string }>();
@@ -77,6 +78,10 @@ export class AgentMetrics {
     this.objects = new Gauge({
       name: 'dus_sync_objects', help: 'Desired objects by tenant and state (in_sync, drift, conflict, error) at the last plan.',
       labelNames: ['tenant', 'state'], registers,
+    });
+    this.heldObjects = new Gauge({
+      name: 'dus_sync_held_objects', help: 'Objects whose writes were held at the last plan, by tenant and reason (paused, gated, window).',
+      labelNames: ['tenant', 'reason'], registers,
     });
     this.driftObjects = new Gauge({
       name: 'dus_sync_drift_objects', help: 'Objects (not changes) whose live state differed from the desired state at the last plan.',
@@ -149,6 +154,17 @@ export class AgentMetrics {
     if (PLANNED.has(result.result)) {
       replace(this.driftObjects, result.drift);
       replace(this.conflicts, result.conflicts);
+      if (result.held) {
+        this.heldObjects.reset();
+        const counts = new Map<string, { tenant: string; reason: string; n: number }>();
+        for (const h of result.held) {
+          const k = `${h.tenant}\0${h.reason}`;
+          const c = counts.get(k) ?? { tenant: h.tenant, reason: h.reason, n: 0 };
+          c.n += 1;
+          counts.set(k, c);
+        }
+        for (const c of counts.values()) this.heldObjects.set({ tenant: c.tenant, reason: c.reason }, c.n);
+      }
       if (result.objects) {
         this.replaceObjects(result.objects);
         for (const [tenant, before] of [...this.lastAppliedByTenant]) {

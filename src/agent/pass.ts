@@ -31,6 +31,9 @@ export interface PassOptions {
   readonly dryRun: boolean;
   readonly concurrency: number;
   readonly journal?: string;
+  /** --allow-broken-dependencies and --ignore-windows (docs/rollout-control.md). */
+  readonly allowBrokenDependencies?: boolean;
+  readonly ignoreWindows?: boolean;
   /** --settle-window, when given (else safety.settle_window, else 30 s). */
   readonly settleWindowMs?: number;
   readonly insecureHttp?: boolean;
@@ -189,14 +192,18 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const api = await clientFor(config, tenants);
       const journalPath = journalPathFor(config, opts.journal);
       const inDoubt = () => Journal.peekInDoubt(journalPath, api.api).catch(() => undefined);
-      const { plan, live } = await fetchAndPlan(api, desired, opts.concurrency, signal);
+      const control = {
+        config, journalPath, log: opts.log, now: () => opts.clock.now(),
+        allowBrokenDependencies: opts.allowBrokenDependencies === true, ignoreWindows: opts.ignoreWindows === true,
+      };
+      const { plan, live } = await fetchAndPlan(api, desired, opts.concurrency, signal, control);
       warnKeysOnce(keysInLive(live, desired));
       const objects = objectCounts(tenants, plan);
       const drift = mapOf(objects, (c) => c.drift);
       const conflicts = mapOf(objects, (c) => c.conflict);
       warnProblems(plan);
       detail = passDetail({ desired, live, plan });
-      const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail };
+      const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail, held: plan.held ?? [] };
       const problems = plan.conflicts.length + plan.errors.length;
       const outcome = problems > 0 ? 'conflict' : 'success';
       const troubles = problemWords(plan);
@@ -223,7 +230,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
-        const again = await fetchAndPlan(api, desired, opts.concurrency, signal);
+        const again = await fetchAndPlan(api, desired, opts.concurrency, signal, control);
         detail = passDetail({ desired, live: again.live, plan: again.plan });
         enforceSafety(again.plan, config, {});
         const done = await execute(again.plan, again.live, api, locked, applyOpts);

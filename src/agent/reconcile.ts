@@ -24,6 +24,7 @@ import { executePlan } from '../apply/executor.js';
 import { DEFAULT_SETTLE_MS, Journal, monotonicMs, otherJournalsInDoubt, settleJournal, type Settled } from '../apply/journal.js';
 import { acquireLock, type ApplyLock } from '../apply/lock.js';
 import { touchedObjects, verifyApplied } from '../apply/verify.js';
+import { observeTriggers, triggerTimesPath } from '../apply/trigger-times.js';
 import type { Revision } from '../load/revision.js';
 
 export interface ConnectOptions {
@@ -91,9 +92,46 @@ export interface Planned {
   readonly plan: Plan;
 }
 
-export async function fetchAndPlan(client: ApiClient, desired: DesiredState, concurrency: number, signal?: AbortSignal): Promise<Planned> {
+/** What rollout control (docs/rollout-control.md) needs from the edges: the time, the state folder, the flags. */
+export interface RolloutControl {
+  readonly config: ResolvedConfig;
+  /** The journal's path: the first-seen trigger times are kept beside it. */
+  readonly journalPath: string;
+  readonly log: Logger;
+  readonly now: () => number;
+  /** --allow-broken-dependencies */
+  readonly allowBrokenDependencies?: boolean;
+  /** --ignore-windows: sync windows hold nothing (logged on every plan that they would have). */
+  readonly ignoreWindows?: boolean;
+}
+
+export async function fetchAndPlan(client: ApiClient, desired: DesiredState, concurrency: number, signal?: AbortSignal, control?: RolloutControl): Promise<Planned> {
   const live = await fetchLive(client, desired, { concurrency, signal });
-  return { live, plan: computePlan(desired, live) };
+  if (!control) return { live, plan: computePlan(desired, live) };
+  const now = control.now();
+  const triggeredSince = await observeTriggers(triggerTimesPath(control.journalPath), desired, live, now, control.log);
+  const windows = control.config.windows ?? [];
+  const options = { now, triggeredSince, allowBrokenDependencies: control.allowBrokenDependencies === true };
+  const plan = computePlan(desired, live, { ...options, windows: control.ignoreWindows ? [] : windows });
+  if (control.ignoreWindows && windows.length > 0) {
+    const wouldHold = (computePlan(desired, live, { ...options, windows }).held ?? []).filter((h) => h.reason === 'window');
+    const what = wouldHold.length > 0 ? `: writes to ${wouldHold.map((h) => `${h.tenant} ${h.kind} ${h.key}`).join(', ')} go ahead although ${wouldHold[0]!.message}` : '; none of them holds a write now';
+    control.log.warn(`--ignore-windows: the ${windows.length} sync window(s) of the config are ignored${what}`);
+  }
+  if (control.allowBrokenDependencies) {
+    for (const b of plan.broken_dependencies ?? []) {
+      control.log.warn(`--allow-broken-dependencies: deactivating firmware ${b.key} in ${b.tenant} leaves firmware ${b.dependent} without ${b.component_name} >= ${b.min_version}`);
+    }
+  }
+  return { live, plan };
+}
+
+/** The rollout control of a command: the system clock, the journal's folder, its flags. */
+export function rolloutControl(config: ResolvedConfig, log: Logger, flags: { journal?: string; allowBrokenDependencies?: boolean; ignoreWindows?: boolean }): RolloutControl {
+  return {
+    config, log, now: () => Date.now(), journalPath: journalPathFor(config, flags.journal),
+    allowBrokenDependencies: flags.allowBrokenDependencies === true, ignoreWindows: flags.ignoreWindows === true,
+  };
 }
 
 /** Refuses a plan over the safety limits unless allowed, naming where each limit was set. */

@@ -1,3 +1,4 @@
+import type { Held } from '../model/index.js';
 import type { Revision } from '../load/revision.js';
 
 // The contract between the watch loop (watch.ts) and the one reconcile pass (reconcile.ts).
@@ -42,6 +43,8 @@ export interface PassResult {
   readonly diverged?: number;
   /** Per tenant state and rollout timelines, when the pass got as far as a plan (the status page). */
   readonly detail?: PassDetail;
+  /** Objects whose writes were held at the plan (paused, gated, a sync window): docs/rollout-control.md. */
+  readonly held?: readonly Held[];
   /** The first problems of an invalid configuration or desired state (issueTotal counts them all). */
   readonly issues?: readonly (Located & { readonly message: string })[];
   readonly issueTotal?: number;

@@ -18,6 +18,11 @@ interface Wanted {
   /** The declared bundle_version values: kept on every record that is in them. */
   bundles: Set<string>;
   actionIds: Set<number>;
+  /**
+   * Every record of the tenant is kept: a declared deactivation is checked against the
+   * dependencies of all active firmware (docs/rollout-control.md), within the same budget.
+   */
+  all?: boolean;
 }
 
 export async function fetchLive(client: ApiClient, desired: DesiredState, opts: FetchLiveOptions = {}): Promise<LiveState> {
@@ -58,6 +63,7 @@ function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
     const w = get(f.tenant);
     w.versions.add(f.spec.version_number);
     if (f.spec.bundle_version !== undefined) w.bundles.add(f.spec.bundle_version);
+    if (f.spec.is_deactivated === true) w.all = true;
   }
   for (const a of desired.actions) get(a.tenant).actionIds.add(a.id);
   return out;
@@ -73,7 +79,7 @@ interface Budget {
 async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions, budget: Budget): Promise<LiveTenant> {
   const [firmwares, { actions, errors }] = await Promise.all([
     wanted.versions.size > 0
-      ? indexFirmwares(client.bundlePages(opts.signal), { versions: wanted.versions, bundles: wanted.bundles, tenant: client.tenant, ...(budget.records ? { budget: budget.records } : {}) })
+      ? indexFirmwares(client.bundlePages(opts.signal), { ...(wanted.all ? {} : { versions: wanted.versions }), bundles: wanted.bundles, tenant: client.tenant, ...(budget.records ? { budget: budget.records } : {}) })
       : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
     readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts, { actionBytes: budget.actionBytes }),
   ]);

@@ -4,7 +4,7 @@ import type { ApplyReport, Change, ChangeResult, DesiredState, Logger, Plan, Res
 import type { LoadFilter } from '../load/index.js';
 import { UserError } from '../errors.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, systemClock, tenantsOf,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, rolloutControl, systemClock, tenantsOf,
   withApplyLock, type ApplyOptions,
 } from '../agent/reconcile.js';
 import { fetchLive } from '../api/fetch-live.js';
@@ -16,6 +16,7 @@ import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
 import { NOTHING_APPLIED, renderApplyReportJson } from '../core/render/report-json.js';
 import { describeChange } from '../core/render/describe.js';
+import { windowHold } from '../core/windows.js';
 import { safeText } from '../core/render/ansi.js';
 import { redactDeep } from '../redact.js';
 import { liveProgress } from './progress.js';
@@ -35,6 +36,8 @@ interface ApplyFlags {
   allowLarge?: boolean;
   failFast?: boolean;
   journal?: string;
+  allowBrokenDependencies?: boolean;
+  ignoreWindows?: boolean;
   settleWindow?: number;
   /** Milliseconds writes in flight may take to finish after SIGINT/SIGTERM. */
   grace?: number;
@@ -78,7 +81,7 @@ async function applyCommand(planFile: string | undefined, config: ResolvedConfig
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired), ...(revision ? { revision } : {}) }, client, async (locked) => {
       // Planned inside the lock, from reads taken after it: nothing another run did is missed.
-      const { plan, live } = await progress.during(() => fetchAndPlan(client, desired, opts.concurrency, signal));
+      const { plan, live } = await progress.during(() => fetchAndPlan(client, desired, opts.concurrency, signal, rolloutControl(config, log, opts)));
       // Applied with the real values; shown with the keys found in live data redacted.
       warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
       const shown = redactDeep(plan);
@@ -95,6 +98,26 @@ async function applyCommand(planFile: string | undefined, config: ResolvedConfig
   } finally {
     await client.close();
   }
+}
+
+/** A saved plan is written when it is applied: the sync windows of now decide (--ignore-windows to override, logged). */
+function refuseOutsideWindows(saved: Plan, config: ResolvedConfig, opts: ApplyFlags, log: Logger): void {
+  const windows = config.windows ?? [];
+  if (windows.length === 0) return;
+  const now = Date.now();
+  const held = new Map<string, string>();
+  for (const c of saved.changes) {
+    const kind = c.kind === 'firmware' ? 'firmware' : 'action';
+    const hold = windowHold(windows, c.tenant, kind, now);
+    if (hold) held.set(`${c.tenant} ${kind} ${c.key}`, hold.message);
+  }
+  if (held.size === 0) return;
+  const list = [...held].map(([what, why]) => `${what} ${why}`).join('; ');
+  if (opts.ignoreWindows) {
+    log.warn(`--ignore-windows: applying the saved plan although ${list}`);
+    return;
+  }
+  throw new UserError(`the saved plan writes outside the sync windows: ${list}; nothing was written. Apply it when the window allows, or pass --ignore-windows in an emergency`);
 }
 
 async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, options: ApplyOptions, globals: GlobalOptions,
@@ -117,6 +140,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       }
       showPlan(saved, opts, globals);
       enforceSafety(saved, config, opts);
+      refuseOutsideWindows(saved, config, opts, log);
       if (saved.changes.length === 0) return nothingToApply(saved, 0, opts);
       // As in Terraform, the saved plan is the approval: it was reviewed when it was made, and
       // it is applied only as it was saved (checked above against fresh reads), so no prompt

@@ -101,6 +101,7 @@ export async function run(opts: Record<string, unknown>, _globals: GlobalOptions
     pageSize: Number(opts.pageSize ?? 0),
     absoluteNext: opts.absoluteNext === true,
     faults: faultsFrom(opts),
+    ...(typeof opts.triggerAfter === 'number' ? { phaseClock: { triggerAfterMs: opts.triggerAfter } } : {}),
     log: (line) => process.stderr.write(`${line}\n`),
   });
   process.stdout.write(`listening on ${emulator.url}\n`);

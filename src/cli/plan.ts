@@ -3,7 +3,7 @@ import { writeFileAtomic } from '../atomic-write.js';
 import { UnsafePlanError, UserError } from '../errors.js';
 import type { DesiredRevision, LiveState, Plan } from '../model/index.js';
 import { desiredRevision, shortRevision } from '../load/revision.js';
-import { connect, enforceSafety, fetchAndPlan, loadOrThrow, tenantsOf } from '../agent/reconcile.js';
+import { connect, enforceSafety, fetchAndPlan, loadOrThrow, rolloutControl, tenantsOf } from '../agent/reconcile.js';
 import { renderText } from '../core/render/text.js';
 import { renderJson } from '../core/render/json.js';
 import { renderMarkdown } from '../core/render/markdown.js';
@@ -22,6 +22,8 @@ interface PlanFlags {
   maxChanges?: number;
   maxDeactivations?: number;
   allowLarge?: boolean;
+  allowBrokenDependencies?: boolean;
+  ignoreWindows?: boolean;
 }
 
 /** Provenance shown with the plan: the desired state's revision (json, markdown), the tool and the time (markdown). */
@@ -64,7 +66,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
-    const { live, plan } = await progress.during(() => fetchAndPlan(client, desired, 8));
+    const { live, plan } = await progress.during(() => fetchAndPlan(client, desired, 8, undefined, rolloutControl(config, log, opts)));
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     // Only the markdown flowcharts show live values beyond the plan (live phase names).

@@ -12,7 +12,7 @@
 // Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
-import { connect, enforceSafety, fetchAndPlan, loadOrThrow, tenantsOf } from '../agent/reconcile.js';
+import { connect, enforceSafety, fetchAndPlan, loadOrThrow, rolloutControl, tenantsOf } from '../agent/reconcile.js';
 import { hasDifferences, type DesiredDiff } from '../core/desired-diff.js';
 import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderMarkdown } from '../core/render/markdown.js';
@@ -145,7 +145,7 @@ async function planOutcome(config: ResolvedConfig, desired: Awaited<ReturnType<t
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals),
   });
   try {
-    const { live, plan } = await fetchAndPlan(client, desired, 8);
+    const { live, plan } = await fetchAndPlan(client, desired, 8, undefined, rolloutControl(config, log, {}));
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     let markdown = renderMarkdown(redactDeep(plan), { live: redactDeep(live), suspended: config.suspend, maxLength: maxLength - 600 });
     let code = planExitCode(plan, true);

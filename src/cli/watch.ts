@@ -66,6 +66,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     dryRun,
     concurrency,
     journal: typeof opts.journal === 'string' ? opts.journal : undefined,
+    allowBrokenDependencies: opts.allowBrokenDependencies === true,
+    ignoreWindows: opts.ignoreWindows === true,
     ...(typeof opts.settleWindow === 'number' ? { settleWindowMs: opts.settleWindow } : {}),
     insecureHttp: globals.insecureHttp,
     caFile: globals.caFile,

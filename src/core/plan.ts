@@ -2,6 +2,7 @@
 // Every problem with one object (not found, ambiguous, guard, conflict) stays with that object,
 // so that one bad document never hides the changes of the others.
 import type {
+  BrokenDependency,
   Change,
   Conflict,
   Dependency,
@@ -11,6 +12,7 @@ import type {
   FirmwareChange,
   FirmwareFields,
   FirmwareUpdate,
+  Held,
   LiveFirmware,
   LiveState,
   Phase,
@@ -22,10 +24,25 @@ import type {
 } from '../model/index.js';
 import { canonicalJson, clip, compareStrings, deepEqual, normalizePhase, sortDependencies } from './canonical.js';
 import { sortChanges, sortConflicts, sortErrors } from './order.js';
+import { atLeast } from './version-order.js';
+import { windowHold, type SyncWindow } from './windows.js';
 
 export interface PlanOptions {
   /** Restrict to these tenants (desired is usually filtered already; this is a belt). */
   readonly tenants?: readonly string[];
+  /** Let deactivations through that leave an active firmware's dependency unsatisfied (--allow-broken-dependencies). */
+  readonly allowBrokenDependencies?: boolean;
+  /** The time of the plan (ms since the epoch): gated pacing and sync windows need it; without it, neither holds. */
+  readonly now?: number;
+  /** When dus-sync first saw phase `index` of an action triggered (ms since the epoch), where it has seen it. */
+  readonly triggeredSince?: (tenant: string, actionId: number, index: number) => number | undefined;
+  /** Sync windows of the config; ignored when empty or without `now` (--ignore-windows passes none). */
+  readonly windows?: readonly SyncWindow[];
+}
+
+/** What the planning of one object needs beside the object and live. */
+interface Context {
+  readonly options: PlanOptions;
 }
 
 /** What planning one object produced: changes, or a conflict, or an error, or nothing. */
@@ -33,6 +50,7 @@ interface ObjectOutcome {
   readonly changes: readonly Change[];
   readonly conflict?: Conflict;
   readonly error?: PlanError;
+  readonly held?: Held;
 }
 
 const NOTHING: ObjectOutcome = { changes: [] };
@@ -44,17 +62,24 @@ export function plan(desired: DesiredState, live: LiveState, options: PlanOption
   const changes: Change[] = [];
   const conflicts: Conflict[] = [];
   const errors: PlanError[] = [];
+  const held: Held[] = [];
   const unchangedByTenant: Record<string, number> = {};
   const record = (tenant: string, outcome: ObjectOutcome) => {
     changes.push(...outcome.changes);
     if (outcome.conflict) conflicts.push(outcome.conflict);
     if (outcome.error) errors.push(outcome.error);
-    const unchanged = outcome.changes.length === 0 && !outcome.conflict && !outcome.error;
+    if (outcome.held) held.push(outcome.held);
+    const unchanged = outcome.changes.length === 0 && !outcome.conflict && !outcome.error && !outcome.held;
     unchangedByTenant[tenant] = (unchangedByTenant[tenant] ?? 0) + (unchanged ? 1 : 0);
   };
+  const ctx: Context = { options };
 
-  for (const fw of desired.firmwares) if (inScope(fw.tenant)) record(fw.tenant, planFirmware(fw, live));
-  for (const action of desired.actions) if (inScope(action.tenant)) record(action.tenant, planAction(action, live));
+  const firmwareOutcomes = desired.firmwares.filter((fw) => inScope(fw.tenant)).map((fw) => ({ fw, outcome: planFirmware(fw, live) }));
+  const integrity = checkDependencies(firmwareOutcomes, live, options.allowBrokenDependencies === true);
+  for (const { fw, outcome } of integrity.outcomes) record(fw.tenant, withWindow(outcome, fw.tenant, 'firmware', fw.spec.version_number, fw.source, ctx));
+  for (const action of desired.actions) {
+    if (inScope(action.tenant)) record(action.tenant, withWindow(planAction(action, live, ctx), action.tenant, 'action', String(action.id), action.source, ctx));
+  }
 
   const unchanged = Object.values(unchangedByTenant).reduce((a, b) => a + b, 0);
   return {
@@ -68,8 +93,42 @@ export function plan(desired: DesiredState, live: LiveState, options: PlanOption
       errors: errors.length,
       unchanged,
       unchanged_by_tenant: sortedRecord(unchangedByTenant),
+      ...(held.length > 0 ? { held: held.length } : {}),
+    },
+    ...(held.length > 0 ? { held: sortHeld(held) } : {}),
+    ...(integrity.broken.length > 0 ? { broken_dependencies: integrity.broken } : {}),
+  };
+}
+
+function sortHeld(held: readonly Held[]): Held[] {
+  return [...held].sort((a, b) => compareStrings(a.tenant, b.tenant) || compareStrings(a.kind, b.kind)
+    || (a.kind === 'action' ? Number(a.key) - Number(b.key) : compareStrings(a.key, b.key)));
+}
+
+/** Holds the writes of an object while a sync window says no (docs/rollout-control.md). */
+function withWindow(outcome: ObjectOutcome, tenant: string, kind: 'firmware' | 'action', key: string, source: SourceLocation, ctx: Context): ObjectOutcome {
+  const { windows, now } = ctx.options;
+  if (outcome.changes.length === 0 || !windows || windows.length === 0 || now === undefined) return outcome;
+  const hold = windowHold(windows, tenant, kind, now);
+  if (!hold) return outcome;
+  const first = outcome.changes[0]!;
+  return {
+    ...outcome,
+    changes: [],
+    held: {
+      tenant, kind, key, reason: 'window',
+      message: `${kind === 'firmware' ? `firmware ${key}` : `action ${key}: ${plural(outcome.changes.length, 'phase append')}`} ${hold.message}`,
+      pending: outcome.changes.length,
+      ...(first.kind === 'phase' ? { index: first.index } : {}),
+      window: hold.window,
+      ...(hold.until !== undefined ? { until: new Date(hold.until).toISOString() } : {}),
+      source,
     },
   };
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 function sortedRecord(rec: Record<string, number>): Record<string, number> {
@@ -199,7 +258,7 @@ function diffFirmware(fw: DesiredFirmware, record: LiveFirmware): ObjectOutcome 
 
 // ---------------------------------------------------------------- actions
 
-function planAction(action: DesiredAction, live: LiveState): ObjectOutcome {
+function planAction(action: DesiredAction, live: LiveState, ctx: Context): ObjectOutcome {
   const key = String(action.id);
   const liveTenant = live.tenants.get(action.tenant);
   const unusable = liveTenant?.actionErrors?.get(action.id);
@@ -232,7 +291,46 @@ function planAction(action: DesiredAction, live: LiveState): ObjectOutcome {
     after: normalizePhase(phase),
     source: phaseSource(action, liveAction.phases.length + i),
   }));
-  return { changes: appends };
+  if (appends.length === 0) return NOTHING;
+  const first = appends[0]!;
+  const hold = (reason: Held['reason'], message: string, until?: number): ObjectOutcome => ({
+    changes: [],
+    held: {
+      tenant: action.tenant, kind: 'action', key, reason, message, pending: appends.length, index: first.index,
+      ...(until !== undefined ? { until: new Date(until).toISOString() } : {}),
+      source: first.source ?? action.source,
+    },
+  });
+  if (action.paused === true) {
+    return hold('paused', `action ${action.id} is paused (spec.paused): ${plural(appends.length, 'phase append')} from phase ${first.index} wait; remove spec.paused to resume`);
+  }
+  if (action.pacing !== 'gated' || first.index === 0) return { changes: action.pacing === 'gated' ? [first] : appends };
+  // Gated: the next phase only once the one before it triggered live and has soaked.
+  const previous = first.index - 1;
+  const previousName = clip(JSON.stringify(String(liveAction.phases[previous]?.name ?? '')), 100);
+  if (liveAction.phases_triggered?.[previous] !== true) {
+    return hold('gated', `action ${action.id} is gated: phase ${first.index} waits until phase ${previous} ${previousName} has triggered`);
+  }
+  const soak = action.minSoakMs ?? 0;
+  if (soak > 0) {
+    const now = ctx.options.now;
+    const since = ctx.options.triggeredSince?.(action.tenant, action.id, previous);
+    if (now === undefined || since === undefined) {
+      return hold('gated', `action ${action.id} is gated: phase ${previous} ${previousName} has triggered but when it was first seen triggered is not known yet; phase ${first.index} waits for min_soak ${formatMs(soak)} from now`);
+    }
+    if (now < since + soak) {
+      return hold('gated', `action ${action.id} is gated: phase ${first.index} waits for min_soak ${formatMs(soak)} after phase ${previous} ${previousName} triggered (first seen ${new Date(since).toISOString()}), until ${new Date(since + soak).toISOString()}`, since + soak);
+    }
+  }
+  return { changes: [first] };
+}
+
+/** 90000 → "90s", 3600000 → "1h": the shortest exact way to write a duration. */
+function formatMs(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
 }
 
 /**
@@ -269,4 +367,87 @@ function phaseDifference(actionId: number, index: number, live: PhaseSpec, desir
   const what = [...(nameDiffers ? ['name'] : []), ...fields].join(', ');
   const side = (p: PhaseSpec) => [clip(JSON.stringify(p.name), 100), ...fields.map((f) => `${f} ${clip(canonicalJson(p[f]), 200)}`)].join(' ');
   return `phase ${index} of action ${actionId} differs in ${what}: live ${side(live)} but desired ${side(desired)}; phases are append-only: restore it in the YAML`;
+}
+
+// ---------------------------------------------------------------- dependency integrity
+
+interface FirmwareOutcome {
+  readonly fw: DesiredFirmware;
+  readonly outcome: ObjectOutcome;
+}
+
+/** A firmware record as it will be once the plan's firmware changes are applied. */
+interface Effective {
+  readonly record: LiveFirmware;
+  readonly active: boolean;
+  readonly dependencies: readonly Dependency[];
+}
+
+function recordKey(component: string, version: string): string {
+  return `${component}\u0000${version}`;
+}
+
+/**
+ * A deactivation that leaves an active firmware's dependency (component_name, min_version)
+ * without any active firmware of that component at min_version or later, in the same tenant,
+ * is an error on the deactivated firmware (its change is not planned), unless allowed: then it
+ * is listed in broken_dependencies. Unknown is_deactivated counts as active.
+ */
+function checkDependencies(items: readonly FirmwareOutcome[], live: LiveState, allow: boolean): { outcomes: FirmwareOutcome[]; broken: BrokenDependency[] } {
+  const broken: BrokenDependency[] = [];
+  const deactivating = items.filter(({ outcome }) => outcome.changes.some((c) => c.kind === 'firmware' && c.after.is_deactivated === true));
+  if (deactivating.length === 0) return { outcomes: [...items], broken };
+  const tenants = [...new Set(deactivating.map((d) => d.fw.tenant))].sort(compareStrings);
+  const problems = new Map<DesiredFirmware, string[]>();
+  for (const tenant of tenants) {
+    const changed = new Map<string, FirmwareChange>();
+    for (const { fw, outcome } of items) {
+      if (fw.tenant !== tenant) continue;
+      for (const c of outcome.changes) if (c.kind === 'firmware') changed.set(recordKey(c.component_name, c.key), c);
+    }
+    const effective: Effective[] = [];
+    const versions = [...(live.tenants.get(tenant)?.firmwares.keys() ?? [])].sort(compareStrings);
+    for (const version of versions) {
+      for (const record of live.tenants.get(tenant)!.firmwares.get(version)!) {
+        const c = changed.get(recordKey(record.component_name, record.version_number));
+        effective.push({
+          record,
+          active: c ? !c.body.is_deactivated : record.is_deactivated !== true,
+          dependencies: c ? c.body.dependencies : record.dependencies,
+        });
+      }
+    }
+    const satisfied = (dep: Dependency) => effective.some((e) => e.active && e.record.component_name === dep.component_name && atLeast(e.record.version_number, dep.min_version));
+    for (const { fw, outcome } of deactivating) {
+      if (fw.tenant !== tenant) continue;
+      const change = outcome.changes.find((c): c is FirmwareChange => c.kind === 'firmware')!;
+      const lost: string[] = [];
+      for (const e of effective) {
+        if (!e.active) continue;
+        for (const dep of e.dependencies) {
+          if (dep.component_name !== change.component_name || !atLeast(change.key, dep.min_version) || satisfied(dep)) continue;
+          const dependent = `${e.record.component_name} ${e.record.version_number}`;
+          lost.push(`${clip(dependent, 120)} (needs ${clip(dep.component_name, 60)} >= ${clip(dep.min_version, 60)})`);
+          broken.push({ tenant, key: change.key, dependent: e.record.version_number, component_name: dep.component_name, min_version: dep.min_version });
+        }
+      }
+      if (lost.length > 0) problems.set(fw, lost);
+    }
+  }
+  if (allow) return { outcomes: [...items], broken: sortBroken(broken) };
+  const outcomes = items.map((item) => {
+    const lost = problems.get(item.fw);
+    if (!lost) return item;
+    const shown = lost.length > 3 ? `${lost.slice(0, 3).join(', ')} and ${lost.length - 3} more` : lost.join(', ');
+    return {
+      fw: item.fw,
+      outcome: firmwareError(item.fw, `deactivating firmware ${item.fw.spec.version_number} leaves no active firmware to satisfy the dependency of ${shown}; keep another active firmware of that component at that version or later, change the dependency, or pass --allow-broken-dependencies`),
+    };
+  });
+  return { outcomes, broken: [] };
+}
+
+function sortBroken(list: readonly BrokenDependency[]): BrokenDependency[] {
+  return [...list].sort((a, b) => compareStrings(a.tenant, b.tenant) || compareStrings(a.key, b.key)
+    || compareStrings(a.dependent, b.dependent) || compareStrings(a.component_name, b.component_name));
 }

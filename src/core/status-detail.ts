@@ -83,6 +83,8 @@ export interface ActionTimeline {
   readonly at?: Located;
   /** Why the live answer was not used (not the action asked for). */
   readonly note?: string;
+  /** Why its appends wait (paused, gated, a sync window), in one sentence (docs/rollout-control.md). */
+  readonly held?: string;
 }
 
 export type SyncState = 'in-sync' | 'applied' | 'drift' | 'conflict' | 'error';
@@ -194,9 +196,12 @@ function tenantDetail(tenant: string, input: DetailInput, g: Grouped): TenantDet
   }
   const declared = [...(g.actions.get(tenant) ?? [])].sort((a, b) => a.id - b.id);
   const liveTenant = input.live.tenants.get(tenant);
-  const actions = declared.slice(0, DETAIL_LIMITS.actions).map((a) => timeline(
-    a, liveTenant?.actions.get(a.id), liveTenant?.actionErrors?.get(a.id), appendedNow.get(a.id) ?? new Map<number, string>(),
-  ));
+  const heldActions = new Map((input.plan.held ?? []).filter((h) => h.tenant === tenant && h.kind === 'action').map((h) => [h.key, h.message]));
+  const actions = declared.slice(0, DETAIL_LIMITS.actions).map((a) => {
+    const row = timeline(a, liveTenant?.actions.get(a.id), liveTenant?.actionErrors?.get(a.id), appendedNow.get(a.id) ?? new Map<number, string>());
+    const held = heldActions.get(String(a.id));
+    return held !== undefined ? { ...row, held: clip(held, DETAIL_LIMITS.message) } : row;
+  });
   return {
     tenant: clip(tenant, DETAIL_LIMITS.name),
     state,

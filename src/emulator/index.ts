@@ -39,6 +39,11 @@ export interface EmulatorOptions {
   /** Request body limit in bytes (default 1 MiB); above it: 413. */
   bodyLimit?: number;
   faults?: Partial<FaultSettings>;
+  /**
+   * Trigger appended phases on a clock: a phase appended at time t is marked triggered once
+   * `now()` (default Date.now) reaches t + triggerAfterMs. Tests pass their own `now`.
+   */
+  phaseClock?: { triggerAfterMs: number; now?: () => number };
   /** One line per request; never carries a key. */
   log?: (line: string) => void;
 }
@@ -333,6 +338,7 @@ function storeErrorAnswer(err: unknown): Answer {
 /** Starts the emulator; resolves once it listens. A bad seed rejects with a one-sentence UserError. */
 export async function startEmulator(opts: EmulatorOptions): Promise<RunningEmulator> {
   const store = buildStore(opts);
+  if (opts.phaseClock) store.phaseClock = { triggerAfterMs: opts.phaseClock.triggerAfterMs, now: opts.phaseClock.now ?? (() => Date.now()) };
   const faults: FaultSettings = { ...DEFAULT_FAULTS, ...opts.faults };
   const stats: EmulatorStats = { requests: 0, byRoute: {}, writes: 0 };
   if (opts.dataFile) {

@@ -215,6 +215,13 @@ export class EmulatorStore {
   onWrite: (() => void) | undefined;
   /** When each phase appended since start was stored (ms, performance.now), per tenant/action: for read lag. */
   private readonly appendedAt = new Map<string, number[]>();
+  /**
+   * The service's rollout, on a clock tests control: a phase appended while this is set is marked
+   * triggered once `now()` has passed its append time by `triggerAfterMs` (checked on every read).
+   */
+  phaseClock: { triggerAfterMs: number; now: () => number } | undefined;
+  /** tenant NUL action id → phase index → when it triggers (phaseClock's time). */
+  private readonly triggerDue = new Map<string, Map<number, number>>();
 
   /** Validates and fills a seed; throws SeedProblem on the first problem. */
   constructor(seed: Seed) {
@@ -278,6 +285,7 @@ export class EmulatorStore {
   }
 
   getAction(tenant: string, id: number): ActionObject | undefined {
+    this.runDueTriggers();
     const a = this.tenant(tenant).actions.get(id);
     return a ? clone(a) : undefined;
   }
@@ -306,8 +314,35 @@ export class EmulatorStore {
     if (times) times.push(performance.now());
     else this.appendedAt.set(key, [performance.now()]);
     a.next_phase_index = firstUntriggered(a.phases_triggered);
+    if (this.phaseClock) {
+      const due = this.triggerDue.get(key) ?? new Map<number, number>();
+      due.set(a.phases.length - 1, this.phaseClock.now() + this.phaseClock.triggerAfterMs);
+      this.triggerDue.set(key, due);
+    }
     this.changed();
     return clone(a);
+  }
+
+  /** Marks the phases whose time has come (phaseClock) triggered. */
+  runDueTriggers(): void {
+    if (!this.phaseClock || this.triggerDue.size === 0) return;
+    const now = this.phaseClock.now();
+    let changed = false;
+    for (const [key, due] of this.triggerDue) {
+      const [tenant, id] = key.split('\0') as [string, string];
+      const a = this.tenants.get(tenant)?.actions.get(Number(id));
+      for (const [index, at] of due) {
+        if (at > now) continue;
+        due.delete(index);
+        if (a && index < a.phases_triggered.length && !a.phases_triggered[index]) {
+          a.phases_triggered[index] = true;
+          a.next_phase_index = firstUntriggered(a.phases_triggered);
+          changed = true;
+        }
+      }
+      if (due.size === 0) this.triggerDue.delete(key);
+    }
+    if (changed) this.changed();
   }
 
   /** Replaces the phase at an index (tests plant conflicts with it). */

@@ -4,7 +4,8 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } from '../api/limits.js';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
-import type { ApiLimits, Config, ReadPolicy, ResolvedConfig } from '../model/index.js';
+import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '../model/index.js';
+import { scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
 import { isEnvName } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
@@ -117,6 +118,12 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
       ...(raw.watch.log_level ? { level: raw.watch.log_level } : {}),
     } } : {}),
     suspend: raw?.suspend ?? false,
+    ...(raw?.windows && raw.windows.length > 0 ? { windows: raw.windows.map((w): SyncWindow => ({
+      name: w.name, kind: w.kind, schedule: w.schedule, durationMs: parseInterval(w.duration),
+      ...(w.timezone !== undefined ? { timezone: w.timezone } : {}),
+      ...(w.tenants !== undefined ? { tenants: w.tenants } : {}),
+      ...(w.kinds !== undefined ? { kinds: w.kinds.map((k) => (k === 'Firmware' ? 'firmware' : 'action')) } : {}),
+    })) } : {}),
     reading,
     ...(raw?.api ? { api: apiLimits(raw.api, file ? shownPath(file, opts.cwd) : 'the config') } : {}),
     ...(raw ? { raw } : {}),
@@ -266,6 +273,16 @@ function intervalIssues(config: Config, position: Position): ConfigIssue[] {
   if (settle !== undefined && !inRange(parseInterval(settle), SETTLE_WINDOW_MS)) {
     issues.push({ ...position(['safety', 'settle_window'], false), pointer: '/safety/settle_window', message: `safety.settle_window takes ${describeRange('duration', SETTLE_WINDOW_MS)}, not "${settle}"` });
   }
+  (config.windows ?? []).forEach((w, i) => {
+    const problem = scheduleProblem(w.schedule, w.timezone);
+    if (problem !== undefined) {
+      const key = /timezone/i.test(problem) && w.timezone !== undefined ? 'timezone' : 'schedule';
+      issues.push({ ...position(['windows', String(i), key], false), pointer: `/windows/${i}/${key}`, message: `windows[${i}] (${w.name}): ${key} is not usable: ${problem}` });
+    }
+    if (parseInterval(w.duration) <= 0) {
+      issues.push({ ...position(['windows', String(i), 'duration'], false), pointer: `/windows/${i}/duration`, message: `windows[${i}] (${w.name}): duration must be longer than 0` });
+    }
+  });
   // api.*: the same checks as their flags, reported at their line (not as a sentence without one).
   const checks = [
     ['max_response_size', checkedMaxResponseSize],

@@ -2,7 +2,8 @@
 // (positions from nodes) and the fast path (positions found in the text).
 import type { Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
-import type { DesiredAction, DesiredFirmware, DesiredObject, FirmwareSpec, JsonObject, PhaseSpec, ResolvedConfig, SourceLocation } from '../model/index.js';
+import type { ActionSpec, DesiredAction, DesiredFirmware, DesiredObject, FirmwareSpec, JsonObject, PhaseSpec, ResolvedConfig, SourceLocation } from '../model/index.js';
+import { parseDurationMs } from '../limits.js';
 import { REDACTED } from '../redact.js';
 import { hint } from './did-you-mean.js';
 import { issueAt, locate, offsetOf, type YamlSource } from './yaml-source.js';
@@ -153,7 +154,14 @@ export function buildObject(value: JsonObject, tenant: string, source: SourceLoc
     info: (p.info as JsonObject | undefined) ?? {},
   }));
   const phaseSources = phases.map((_, i) => position(['spec', 'phases', String(i)], false));
-  const a: DesiredAction = { kind: 'action', tenant, labels, source, id: spec.id as number, phases, phaseSources };
+  const control = spec as unknown as ActionSpec;
+  const minSoakMs = control.min_soak !== undefined ? parseDurationMs(control.min_soak) : undefined;
+  const a: DesiredAction = {
+    kind: 'action', tenant, labels, source, id: spec.id as number, phases, phaseSources,
+    ...(control.paused === true ? { paused: true } : {}),
+    ...(control.pacing !== undefined ? { pacing: control.pacing } : {}),
+    ...(minSoakMs !== undefined ? { minSoakMs } : {}),
+  };
   return a;
 }
 

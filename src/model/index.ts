@@ -45,6 +45,12 @@ export interface DesiredAction {
   readonly phases: readonly PhaseSpec[];
   /** Where each phase was written (same order as phases), when known: conflicts and appends point there. */
   readonly phaseSources?: readonly SourceLocation[];
+  /** spec.paused: no phase is appended while true (docs/rollout-control.md). */
+  readonly paused?: boolean;
+  /** spec.pacing: `all` (the default) appends every missing phase; `gated` one at a time, after the previous triggered. */
+  readonly pacing?: 'all' | 'gated';
+  /** spec.min_soak in milliseconds: with gated pacing, how long the previous phase must have been seen triggered. */
+  readonly minSoakMs?: number;
 }
 
 export type DesiredObject = DesiredFirmware | DesiredAction;
@@ -75,12 +81,29 @@ export interface ResolvedConfig {
   /** watch.log_format and watch.log_level, when set. */
   readonly watchLog?: { readonly format?: 'json' | 'pretty'; readonly level?: LogLevel };
   readonly suspend: boolean;
+  /** windows: the sync windows, in the config's order; absent when there are none. */
+  readonly windows?: readonly SyncWindow[];
   /** How desired-state files are read (--max-file-size, --follow-external-symlinks); absent: the defaults. */
   readonly reading?: Readonly<ReadPolicy>;
   /** api.max_response_size and api.request_timeout, read and bounded; flags override them. */
   readonly api?: Readonly<ApiLimits>;
   /** The raw document, for tools that need to echo it. */
   readonly raw?: Readonly<Config>;
+}
+
+/** A sync window of the config (docs/rollout-control.md), durations in milliseconds. */
+export interface SyncWindow {
+  readonly name: string;
+  readonly kind: 'allow' | 'deny';
+  /** A cron expression: when the window opens. */
+  readonly schedule: string;
+  readonly durationMs: number;
+  /** IANA time zone of the schedule; UTC when absent. */
+  readonly timezone?: string;
+  /** The tenants it applies to; all when absent. */
+  readonly tenants?: readonly string[];
+  /** The kinds of objects it applies to; both when absent. */
+  readonly kinds?: readonly ('firmware' | 'action')[];
 }
 
 export interface ReadPolicy {
@@ -188,6 +211,39 @@ export interface PlanError {
   readonly source?: SourceLocation;
 }
 
+/** Why writes that differ are not planned now (docs/rollout-control.md). */
+export type HoldReason = 'paused' | 'gated' | 'window';
+
+/** An object whose writes are held back: they are not in changes, and it is not unchanged. */
+export interface Held {
+  readonly tenant: string;
+  readonly kind: 'firmware' | 'action';
+  readonly key: string;
+  readonly reason: HoldReason;
+  /** One sentence: what waits and why. */
+  readonly message: string;
+  /** How many writes wait (phase appends of an action, 1 for a firmware). */
+  readonly pending: number;
+  /** The index of the first phase that waits (actions). */
+  readonly index?: number;
+  /** The sync window that holds it (reason window). */
+  readonly window?: string;
+  /** ISO 8601: when the hold ends at the earliest, where that is known. */
+  readonly until?: string;
+  readonly source?: SourceLocation;
+}
+
+/** A deactivation let through with --allow-broken-dependencies: the dependency it leaves unsatisfied. */
+export interface BrokenDependency {
+  readonly tenant: string;
+  /** The firmware deactivated (its version_number). */
+  readonly key: string;
+  /** The active firmware whose dependency breaks, and the dependency. */
+  readonly dependent: string;
+  readonly component_name: string;
+  readonly min_version: string;
+}
+
 export interface PlanSummary {
   readonly changes: number;
   readonly conflicts: number;
@@ -195,6 +251,8 @@ export interface PlanSummary {
   readonly unchanged: number;
   /** Unchanged objects per tenant (every tenant with a desired object in scope), for per-tenant tables. */
   readonly unchanged_by_tenant?: Readonly<Record<string, number>>;
+  /** Objects held (paused, gated, outside a sync window); there only when some are. */
+  readonly held?: number;
 }
 
 export interface Plan {
@@ -203,6 +261,10 @@ export interface Plan {
   readonly conflicts: readonly Conflict[];
   readonly errors: readonly PlanError[];
   readonly summary: PlanSummary;
+  /** Writes held back (docs/rollout-control.md); there only when some are. */
+  readonly held?: readonly Held[];
+  /** Dependencies deactivations break, let through with --allow-broken-dependencies; there only when some are. */
+  readonly broken_dependencies?: readonly BrokenDependency[];
 }
 
 /** The git commit the desired state was read at, and whether files below the config's folder differed from it. */

@@ -210,6 +210,18 @@ export interface ActionSpec {
    * The whole ordered list of phases, oldest first. Append-only.
    */
   phases: DesiredPhase[];
+  /**
+   * true stops appending this action's phases (plan shows it as paused); remove it or set false to resume. See docs/rollout-control.md.
+   */
+  paused?: boolean;
+  /**
+   * all (the default): append every missing phase at once. gated: append the next phase only after the previous one has triggered live and min_soak has passed since it was first seen triggered.
+   */
+  pacing?: "all" | "gated";
+  /**
+   * With pacing gated: how long the previous phase must have been seen triggered before the next is appended, e.g. 30m, 2h.
+   */
+  min_soak?: string;
 }
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -259,6 +271,10 @@ export interface Config {
   resources?: string[];
   safety?: Safety;
   watch?: WatchSettings;
+  /**
+   * Sync windows: when writes may happen. Writes inside an active deny window, or outside every allow window that applies, are held (--ignore-windows overrides). See docs/rollout-control.md.
+   */
+  windows?: SyncWindow[];
   /**
    * true pauses every write (watch and apply): an emergency stop from git.
    */
@@ -310,6 +326,40 @@ export interface WatchSettings {
    * The least severe level watch logs (default info, debug with --debug); --log-level overrides. Followed when the config changes.
    */
   log_level?: "trace" | "debug" | "info" | "warn" | "error";
+}
+/**
+ * This interface was referenced by `Config`'s JSON-Schema
+ * via the `definition` "SyncWindow".
+ */
+export interface SyncWindow {
+  /**
+   * Shown in plan, status and metrics (held by window NAME).
+   */
+  name: string;
+  /**
+   * allow: writes only while one of the allow windows that apply is open. deny: no writes while it is open.
+   */
+  kind: "allow" | "deny";
+  /**
+   * When the window opens: a cron expression (5 fields, or 6 with seconds), e.g. "0 22 * * 1-5".
+   */
+  schedule: string;
+  /**
+   * How long it stays open after each start, e.g. 2h.
+   */
+  duration: string;
+  /**
+   * IANA time zone of the schedule, e.g. Europe/Berlin (default UTC).
+   */
+  timezone?: string;
+  /**
+   * The tenants it applies to (default: all).
+   */
+  tenants?: string[];
+  /**
+   * The kinds of objects it applies to (default: both).
+   */
+  kinds?: ("Firmware" | "Action")[];
 }
 /**
  * Bounds on every answer of the API; --max-response-size, --request-timeout and --fetch-timeout override them.

@@ -1,5 +1,5 @@
 // Words shared by the plan renderers, so that text, markdown and the apply report name things alike.
-import type { Change, Conflict, Dependency, FirmwareFields, Plan, PlanError } from '../../model/index.js';
+import type { Change, Conflict, Dependency, FirmwareFields, Held, Plan, PlanError } from '../../model/index.js';
 import { canonicalJson, compareStrings } from '../canonical.js';
 
 export function plural(n: number, one: string, many: string): string {
@@ -95,15 +95,16 @@ export function summaryLine(plan: Plan): string {
     c.phaseAppends > 0 ? plural(c.phaseAppends, 'phase append', 'phase appends') : '',
     c.conflicts > 0 ? plural(c.conflicts, 'conflict', 'conflicts') : '',
     c.errors > 0 ? plural(c.errors, 'error', 'errors') : '',
+    (plan.held?.length ?? 0) > 0 ? `${plan.held!.length} held` : '',
   ].filter((p) => p !== '');
   const unchanged = `${plan.summary.unchanged} unchanged.`;
-  return parts.length === 0 ? `No changes. ${unchanged}` : `Plan: ${parts.join(', ')}. ${unchanged}`;
+  return parts.length === 0 ? `No changes. ${unchanged}` : c.firmwareUpdates + c.phaseAppends + c.conflicts + c.errors === 0 ? `No changes, ${parts.join(', ')}. ${unchanged}` : `Plan: ${parts.join(', ')}. ${unchanged}`;
 }
 
 /** Every tenant the plan mentions, sorted. */
 export function tenantsOf(plan: Plan): string[] {
   const names = new Set<string>();
-  for (const item of [...plan.changes, ...plan.conflicts, ...plan.errors]) names.add(item.tenant);
+  for (const item of [...plan.changes, ...plan.conflicts, ...plan.errors, ...(plan.held ?? [])]) names.add(item.tenant);
   return [...names].sort(compareStrings);
 }
 
@@ -113,5 +114,11 @@ export function sectionOf(plan: Plan, tenant: string) {
     changes: plan.changes.filter((c) => c.tenant === tenant),
     conflicts: plan.conflicts.filter((c) => c.tenant === tenant),
     errors: plan.errors.filter((e) => e.tenant === tenant),
+    held: (plan.held ?? []).filter((h) => h.tenant === tenant),
   };
+}
+
+/** What a held object waits for, in one line: "held (paused) action 42: …". */
+export function describeHeld(h: Held): string {
+  return `held (${h.reason}) ${h.kind} ${h.key}: ${h.message}`;
 }

@@ -1,6 +1,6 @@
 // The plan JSON of SPEC section 2 (format_version 1). Field order is fixed here, SPEC fields
 // first and additions after them, so that the same plan always serialises to the same bytes.
-import type { Change, Conflict, DesiredRevision, FirmwareFields, Plan, PlanError, SourceLocation } from '../../model/index.js';
+import type { BrokenDependency, Change, Conflict, DesiredRevision, FirmwareFields, Held, Plan, PlanError, SourceLocation } from '../../model/index.js';
 import { sortDependencies, sortKeysDeep } from '../canonical.js';
 
 function fields(f: FirmwareFields): Record<string, unknown> {
@@ -66,6 +66,25 @@ function errorJson(e: PlanError): Record<string, unknown> {
   return { tenant: e.tenant, kind: e.kind, key: e.key, message: e.message, ...source(e.source) };
 }
 
+function heldJson(h: Held): Record<string, unknown> {
+  return {
+    tenant: h.tenant,
+    kind: h.kind,
+    key: h.key,
+    reason: h.reason,
+    message: h.message,
+    pending: h.pending,
+    ...(h.index !== undefined ? { index: h.index } : {}),
+    ...(h.window !== undefined ? { window: h.window } : {}),
+    ...(h.until !== undefined ? { until: h.until } : {}),
+    ...source(h.source),
+  };
+}
+
+function brokenJson(b: BrokenDependency): Record<string, unknown> {
+  return { tenant: b.tenant, key: b.key, dependent: b.dependent, component_name: b.component_name, min_version: b.min_version };
+}
+
 /** The plan as a plain object in SPEC field order (for callers that add fields, e.g. saved plans). */
 export function planToJson(plan: Plan): Record<string, unknown> {
   const s = plan.summary;
@@ -80,7 +99,10 @@ export function planToJson(plan: Plan): Record<string, unknown> {
       errors: s.errors,
       unchanged: s.unchanged,
       ...(s.unchanged_by_tenant ? { unchanged_by_tenant: sortKeysDeep(s.unchanged_by_tenant) } : {}),
+      ...(s.held !== undefined ? { held: s.held } : {}),
     },
+    ...(plan.held && plan.held.length > 0 ? { held: plan.held.map(heldJson) } : {}),
+    ...(plan.broken_dependencies && plan.broken_dependencies.length > 0 ? { broken_dependencies: plan.broken_dependencies.map(brokenJson) } : {}),
   };
 }
 

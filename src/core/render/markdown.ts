@@ -3,7 +3,8 @@
 // GitHub caps comments at 65536 characters, so the document shrinks gracefully: detail blocks
 // turn into one-line entries from the end, then entries are dropped, always leaving valid markdown.
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
-import type { Action, Change, Conflict, DesiredRevision, FirmwareChange, FirmwareFields, LiveState, PhaseChange, Plan, PlanError } from '../../model/index.js';
+import type { Action, Change, Conflict, Dependency, DesiredRevision, FirmwareChange, FirmwareFields, Held, LiveState, PhaseChange, Plan, PlanError } from '../../model/index.js';
+import { atLeast } from '../version-order.js';
 import { canonicalJson, compareStrings } from '../canonical.js';
 import { countDeactivations } from '../safety.js';
 import { safeText } from './ansi.js';
@@ -87,6 +88,16 @@ function riskCallout(plan: Plan): string | undefined {
       .filter((c): c is FirmwareChange => c.kind === 'firmware' && c.after.is_deactivated === true)
       .map((c) => `${code(c.key)} (${escapeMarkdown(c.tenant)})`);
     lines.push(`**${plural(deactivations, 'firmware deactivation', 'firmware deactivations')}**: ${cappedList(which)}.`);
+  }
+  const broken = plan.broken_dependencies ?? [];
+  if (broken.length > 0) {
+    const which = broken.map((b) => `${code(b.key)} leaves ${code(b.dependent)} without ${code(`${b.component_name} >= ${b.min_version}`)} (${escapeMarkdown(b.tenant)})`);
+    lines.push(`**${plural(broken.length, 'broken dependency', 'broken dependencies')}** (--allow-broken-dependencies): ${cappedList(which)}.`);
+  }
+  const held = plan.held ?? [];
+  if (held.length > 0) {
+    const which = held.map((h) => `${h.kind} ${code(h.key)} (${h.reason}${h.window !== undefined ? ` ${escapeMarkdown(h.window)}` : ''})`);
+    lines.push(`**${held.length} held**: writes that wait (paused, gated, or a sync window): ${cappedList(which)}.`);
   }
   if (lines.length === 0) return undefined;
   return ['> [!WARNING]', ...lines.map((l) => `> - ${l}`)].join('\n');
@@ -241,13 +252,77 @@ function changeUnits(changes: readonly Change[], live: LiveState | undefined): U
   return units;
 }
 
+function heldUnit(h: Held): Unit {
+  const source = h.source ? ` (${code(`${h.source.file}:${h.source.line}`)})` : '';
+  const line = `- **held** (${h.reason}) ${h.kind} ${code(h.key)}: ${escapeMarkdown(h.message)}${source}`;
+  return { tenant: h.tenant, full: line, fullIsLine: true, compact: line, items: 1, isChange: false };
+}
+
+const GRAPH_EDGES_MAX = 60;
+
+/**
+ * The dependencies of the changed firmware of a tenant as a mermaid flowchart: each changed
+ * firmware to the components it depends on, and (from live) each active firmware that depends on
+ * a changed component. A dependency no active firmware satisfies once the plan is applied is dashed.
+ */
+function dependencyGraph(plan: Plan, tenant: string, live: LiveState | undefined): Unit | undefined {
+  const changed = plan.changes.filter((c): c is FirmwareChange => c.kind === 'firmware' && c.tenant === tenant);
+  if (changed.length === 0) return undefined;
+  const records = [...(live?.tenants.get(tenant)?.firmwares.values() ?? [])].flat();
+  const changeOf = (component: string, version: string) => changed.find((c) => c.component_name === component && c.key === version);
+  const active = (component: string, version: string, liveDeactivated: boolean | null) => {
+    const c = changeOf(component, version);
+    return c ? !c.body.is_deactivated : liveDeactivated !== true;
+  };
+  const satisfied = (d: Dependency) => records.some((r) => r.component_name === d.component_name && active(r.component_name, r.version_number, r.is_deactivated) && atLeast(r.version_number, d.min_version));
+  const nodes = new Map<string, { id: string; label: string; cls?: string }>();
+  const node = (key: string, label: string, cls?: string) => {
+    let n = nodes.get(key);
+    if (!n) { n = { id: `n${nodes.size}`, label, ...(cls ? { cls } : {}) }; nodes.set(key, n); }
+    return n.id;
+  };
+  const edges: string[] = [];
+  const edge = (from: string, d: Dependency) => {
+    const to = node(`c\0${d.component_name}`, d.component_name);
+    const arrow = live && !satisfied(d) ? '-.->' : '-->';
+    edges.push(`  ${from} ${arrow}|"${escapeMermaid(`>= ${d.min_version}`)}"| ${to}`);
+  };
+  const changedComponents = new Set(changed.map((c) => c.component_name));
+  for (const c of changed) {
+    const id = node(`f\0${c.component_name}\0${c.key}`, `${c.component_name} ${c.key}${c.body.is_deactivated ? ' (deactivated)' : ''}`, c.body.is_deactivated ? 'off' : 'changed');
+    for (const d of c.body.dependencies) edge(id, d);
+  }
+  for (const r of records) {
+    if (changeOf(r.component_name, r.version_number) || r.is_deactivated === true) continue;
+    for (const d of r.dependencies) {
+      if (!changedComponents.has(d.component_name)) continue;
+      edge(node(`f\0${r.component_name}\0${r.version_number}`, `${r.component_name} ${r.version_number}`), d);
+    }
+  }
+  if (edges.length === 0) return undefined;
+  const shownEdges = edges.slice(0, GRAPH_EDGES_MAX);
+  const lines = [
+    'flowchart LR',
+    ...[...nodes.values()].map((n) => `  ${n.id}["${escapeMermaid(n.label)}"]${n.cls ? `:::${n.cls}` : ''}`),
+    ...shownEdges,
+    '  classDef changed fill:#fff8c5,stroke:#9a6700',
+    '  classDef off fill:#ffebe9,stroke:#cf222e',
+  ];
+  const more = edges.length > shownEdges.length ? `\n\n${edges.length - shownEdges.length} more dependencies are not drawn.` : '';
+  const title = `**dependencies** of the changed firmware (${plural(edges.length, 'dependency', 'dependencies')}; dashed: unsatisfied once applied)`;
+  return { tenant, full: `${title}\n\n${fenced('mermaid', lines.join('\n'))}${more}`, fullIsLine: false, compact: `- ${title}`, items: 0, isChange: true };
+}
+
 function unitsOf(plan: Plan, live: LiveState | undefined): Unit[] {
   return tenantsOf(plan).flatMap((tenant) => {
     const s = sectionOf(plan, tenant);
+    const graph = dependencyGraph(plan, tenant, live);
     return [
       ...s.conflicts.map((c) => problemUnit('conflict', c)),
       ...s.errors.map((e) => problemUnit('error', e)),
+      ...s.held.map(heldUnit),
       ...changeUnits(s.changes, live),
+      ...(graph ? [graph] : []),
     ];
   });
 }

@@ -223,7 +223,7 @@ function actionBlock(a: ActionTimeline): string {
   const declaredOnly = a.declaredPhases - a.livePhases;
   const summary = `<p class="muted">${a.livePhases} phase(s) live of ${a.declaredPhases} declared`
     + `${next ? `; next: ${t(next.name)} (#${next.index})` : a.nextIndex !== undefined ? `; next: #${a.nextIndex}` : a.found && a.livePhases > 0 ? '; every live phase is triggered' : ''}`
-    + `${declaredOnly > 0 ? `; ${declaredOnly} declared but not yet appended` : ''}${a.note !== undefined ? `; ${t(a.note)}` : ''}</p>`;
+    + `${declaredOnly > 0 ? `; ${declaredOnly} declared but not yet appended` : ''}${a.note !== undefined ? `; ${t(a.note)}` : ''}${a.held !== undefined ? `; <strong>held</strong>: ${t(a.held)}` : ''}</p>`;
   const items: string[] = [];
   if (a.phasesBefore > 0) items.push(`<li class="gap">… ${a.phasesBefore} earlier phase(s)</li>`);
   for (const p of a.phases) {

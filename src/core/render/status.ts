@@ -9,6 +9,13 @@ export interface ActionStatus {
   readonly live: Action | null;
   /** How many phases the YAML declares (to show what is still to be appended). */
   readonly declaredPhases: number;
+  /** spec.paused (docs/rollout-control.md). */
+  readonly paused?: boolean;
+  /** spec.pacing and spec.min_soak, when gated. */
+  readonly pacing?: 'all' | 'gated';
+  readonly minSoak?: string;
+  /** The sync window that holds writes to this action now, in one sentence. */
+  readonly heldBy?: string;
 }
 
 const ESC = '\x1b[';
@@ -34,6 +41,9 @@ export function renderStatusText(actions: readonly ActionStatus[], opts: { color
     const next = act.next_phase_index ?? triggered.findIndex((t) => !t);
     // Live names and values are the server's words: one line each, control characters escaped.
     lines.push(`${style(opts.color, '1', `${safeText(a.tenant)} action ${a.id}`)}  status ${safeText(String(act.status ?? '-'))}  phases ${act.phases.length}/${a.declaredPhases} declared`);
+    if (a.paused) lines.push(`  ${style(opts.color, '33', 'paused')} (spec.paused): no phase is appended until it is removed`);
+    if (a.pacing === 'gated') lines.push(`  gated pacing: the next phase is appended after the previous one triggered${a.minSoak ? ` and soaked ${safeText(a.minSoak)}` : ''}`);
+    if (a.heldBy) lines.push(`  ${style(opts.color, '33', safeText(a.heldBy))}`);
     const names = act.phases.map((p) => safeText(String(p.name)));
     const width = Math.max(16, ...names.map((n) => n.length));
     act.phases.forEach((p, i) => {
@@ -61,6 +71,10 @@ export function renderStatusJson(actions: readonly ActionStatus[]): string {
     })),
     next_phase_index: a.live?.next_phase_index ?? null,
     declared_phases: a.declaredPhases,
+    paused: a.paused === true,
+    pacing: a.pacing ?? 'all',
+    ...(a.minSoak !== undefined ? { min_soak: a.minSoak } : {}),
+    ...(a.heldBy !== undefined ? { held_by_window: a.heldBy } : {}),
     end_timestamp: a.live?.end_timestamp ?? null,
     retry_on_failure_until: a.live?.retry_on_failure_until ?? null,
   })), null, 2) + '\n';

@@ -6,6 +6,7 @@ import { painter, safeText, type Painter } from './ansi.js';
 import {
   dependencyEdits,
   describeChange,
+  describeHeld,
   describeSource,
   formatField,
   SCALAR_FIELDS,
@@ -73,8 +74,12 @@ export function renderText(plan: Plan, opts: { color: boolean; suspended?: boole
         ...section.changes.flatMap((c) => changeLines(c, paint)),
         ...section.conflicts.flatMap((c) => problemLines('!', 'conflict', c, paint)),
         ...section.errors.flatMap((e) => problemLines('x', 'error', e, paint)),
+        ...section.held.map((h) => `  ${paint('yellow', '=')} ${safeText(describeHeld(h))}`),
       ].join('\n'),
     );
+  }
+  for (const b of plan.broken_dependencies ?? []) {
+    blocks.push(paint('red', safeText(`Broken dependency (--allow-broken-dependencies): deactivating firmware ${b.key} in ${b.tenant} leaves firmware ${b.dependent} without ${b.component_name} >= ${b.min_version}`)));
   }
   blocks.push(paint('bold', summaryLine(plan)));
   return blocks.join('\n\n') + '\n';

@@ -1,0 +1,86 @@
+// The ordering of firmware versions that dependency checks use (docs/rollout-control.md):
+// a version that parses as a semantic version (semver.org 2.0.0) is ordered by semver rules; any
+// other is ordered naturally (runs of digits as numbers, the rest by code unit). Both are one
+// lexicographic comparison of a key, so the order is a total preorder even across the two kinds:
+//   1. the core (MAJOR.MINOR.PATCH of a semver, the whole string otherwise), compared naturally;
+//   2. a release after its pre-releases (a non-semver string counts as a release);
+//   3. pre-release identifiers by semver rules.
+// Build metadata (+…) is ignored, and numbers compare by value ("01" equals "1").
+
+const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$/;
+
+interface VersionKey {
+  readonly core: string;
+  /** Pre-release identifiers; undefined for a release (or a non-semver string). */
+  readonly pre?: readonly string[];
+}
+
+function keyOf(version: string): VersionKey {
+  const m = SEMVER.exec(version);
+  if (!m) return { core: version };
+  return { core: `${m[1]}.${m[2]}.${m[3]}`, ...(m[4] !== undefined ? { pre: m[4].split('.') } : {}) };
+}
+
+/** Whether a version parses as a semantic version. */
+export function isSemver(version: string): boolean {
+  return SEMVER.test(version);
+}
+
+function sign(n: number): number {
+  return n < 0 ? -1 : n > 0 ? 1 : 0;
+}
+
+function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Digit strings by value, without a size limit. */
+function compareDigits(a: string, b: string): number {
+  const x = a.replace(/^0+(?=\d)/, '');
+  const y = b.replace(/^0+(?=\d)/, '');
+  return sign(x.length - y.length) || compareCodeUnits(x, y);
+}
+
+const CHUNK = /\d+|\D+/g;
+
+/** Natural order: runs of digits by value and before text; text runs by code unit; a prefix first. */
+export function compareNatural(a: string, b: string): number {
+  const x = a.match(CHUNK) ?? [];
+  const y = b.match(CHUNK) ?? [];
+  for (let i = 0; i < x.length && i < y.length; i++) {
+    const p = x[i]!;
+    const q = y[i]!;
+    const pd = p.charCodeAt(0) >= 48 && p.charCodeAt(0) <= 57;
+    const qd = q.charCodeAt(0) >= 48 && q.charCodeAt(0) <= 57;
+    const c = pd && qd ? compareDigits(p, q) : pd ? -1 : qd ? 1 : compareCodeUnits(p, q);
+    if (c !== 0) return c;
+  }
+  return sign(x.length - y.length);
+}
+
+function comparePrerelease(a: readonly string[], b: readonly string[]): number {
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    const p = a[i]!;
+    const q = b[i]!;
+    const pn = /^\d+$/.test(p);
+    const qn = /^\d+$/.test(q);
+    const c = pn && qn ? compareDigits(p, q) : pn ? -1 : qn ? 1 : compareCodeUnits(p, q);
+    if (c !== 0) return c;
+  }
+  return sign(a.length - b.length);
+}
+
+/** Negative, zero or positive as version a is lower than, equivalent to or higher than b. */
+export function compareVersions(a: string, b: string): number {
+  const x = keyOf(a);
+  const y = keyOf(b);
+  const core = compareNatural(x.core, y.core);
+  if (core !== 0) return core;
+  if (x.pre === undefined || y.pre === undefined) return x.pre === y.pre ? 0 : x.pre === undefined ? 1 : -1;
+  return comparePrerelease(x.pre, y.pre);
+}
+
+/** Whether `version` satisfies a dependency's min_version: it is that version or later. */
+export function atLeast(version: string, min: string): boolean {
+  return compareVersions(version, min) >= 0;
+}

@@ -1,0 +1,144 @@
+// Rollout control through the built CLI against the emulator (docs/rollout-control.md): a paused
+// action, a gated one whose phases the emulator triggers on a clock this test moves, a deny
+// window, and a deactivation that would break a dependency.
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
+import { runCli, treesRemovedAfterAll } from './helpers.js';
+
+const KEY = 'e2e-secret-key-acme-rollout-0123';
+const tree = treesRemovedAfterAll();
+
+function seed(): Seed {
+  return {
+    tenants: {
+      acme: {
+        api_key: KEY,
+        bundles: [{ version: '2025.01', firmwares: [
+          { version_number: '1.2.0', component_name: 'bootloader', uncompressed_size: 10, is_deactivated: false, dependencies: [] },
+          { version_number: '2.4.1', component_name: 'modem', uncompressed_size: 10, is_deactivated: false, dependencies: [{ component_name: 'bootloader', min_version: '1.1.0' }] },
+        ] }],
+        actions: [
+          { id: 1, status: 'pending', phases: [] },
+          { id: 2, status: 'pending', phases: [] },
+        ],
+      },
+    },
+  } as unknown as Seed;
+}
+
+const CONFIG = (extra = '') => `apiVersion: dus-sync/v1
+kind: Config
+default_tenant: acme
+tenants:
+  acme: { api_key_env: DUS_API_KEY_ACME }
+${extra}`;
+
+const action = (id: number, spec: string) => `apiVersion: dus-sync/v1
+kind: Action
+metadata: { tenant: acme }
+spec:
+  id: ${id}
+${spec}  phases:
+    - { name: canary }
+    - { name: wave-1 }
+    - { name: wave-2 }
+`;
+
+let emu: RunningEmulator | undefined;
+afterEach(async () => { await emu?.close(); emu = undefined; });
+
+function env(dir: string) {
+  return { DUS_BASE_URL: emu!.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.state') };
+}
+
+describe('rollout control through the CLI', () => {
+  it('paused holds, gated appends one phase per trigger and soak, and status shows both', async () => {
+    let clock = 0;
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1', phaseClock: { triggerAfterMs: 1000, now: () => clock } });
+    const dir = tree({
+      'dus-sync.yaml': CONFIG(),
+      'actions/one.yaml': action(1, '  paused: true\n'),
+      'actions/two.yaml': action(2, '  pacing: gated\n  min_soak: 1s\n'),
+    });
+    const plan = await runCli(['plan', '--format', 'json'], { cwd: dir, env: env(dir) });
+    expect(plan.code, plan.stderr).toBe(0);
+    const json = JSON.parse(plan.stdout);
+    expect(json.format_version).toBe(1);
+    expect(json.changes.map((c: { key: string; index: number }) => `${c.key}:${c.index}`)).toEqual(['2:0']);
+    expect(json.held).toEqual([expect.objectContaining({ key: '1', reason: 'paused', pending: 3, index: 0 })]);
+    expect(json.summary.held).toBe(1);
+
+    const text = await runCli(['plan'], { cwd: dir, env: env(dir) });
+    expect(text.stdout).toContain('held (paused) action 1: action 1 is paused');
+
+    let apply = await runCli(['apply', '--auto-approve'], { cwd: dir, env: env(dir) });
+    expect(apply.code, apply.stderr).toBe(0);
+    expect(emu.store.getAction('acme', 2)!.phases.map((p) => p.name)).toEqual(['canary']);
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+
+    // Not triggered yet: wave-1 waits.
+    const waiting = JSON.parse((await runCli(['plan', '--format', 'json'], { cwd: dir, env: env(dir) })).stdout);
+    expect(waiting.held.find((h: { key: string }) => h.key === '2')).toMatchObject({ reason: 'gated', index: 1 });
+    // The emulator's rollout triggers canary; the first read that sees it starts the soak (kept in the state folder).
+    clock = 1000;
+    const soaking = JSON.parse((await runCli(['plan', '--format', 'json'], { cwd: dir, env: env(dir) })).stdout);
+    expect(soaking.held.find((h: { key: string }) => h.key === '2').message).toContain('min_soak 1s');
+    const times = JSON.parse(readFileSync(join(dir, '.state', 'triggered.json'), 'utf8'));
+    expect(times.phases).toEqual([expect.objectContaining({ tenant: 'acme', action: 2, index: 0, name: 'canary' })]);
+    // Age the first-seen time as a restart an hour later would find it.
+    times.phases[0].first_seen = new Date(Date.now() - 3_600_000).toISOString();
+    writeFileSync(join(dir, '.state', 'triggered.json'), JSON.stringify(times));
+    apply = await runCli(['apply', '--auto-approve'], { cwd: dir, env: env(dir) });
+    expect(apply.code, apply.stderr).toBe(0);
+    expect(emu.store.getAction('acme', 2)!.phases.map((p) => p.name)).toEqual(['canary', 'wave-1']);
+
+    const status = await runCli(['status', '--format', 'json'], { cwd: dir, env: env(dir) });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('paused');
+
+    // Unpaused: everything is appended at once (pacing all is the default).
+    writeFileSync(join(dir, 'actions/one.yaml'), action(1, ''));
+    apply = await runCli(['apply', '--auto-approve'], { cwd: dir, env: env(dir) });
+    expect(apply.code, apply.stderr).toBe(0);
+    expect(emu.store.getAction('acme', 1)!.phases).toHaveLength(3);
+  });
+
+  it('a deny window holds writes; --ignore-windows writes and says so', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    const dir = tree({
+      'dus-sync.yaml': CONFIG('windows:\n  - { name: freeze, kind: deny, schedule: "* * * * *", duration: 2h, kinds: [Action] }\n'),
+      'actions/two.yaml': action(2, ''),
+    });
+    const plan = await runCli(['plan'], { cwd: dir, env: env(dir) });
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/held \(window\) action 2: action 2: 3 phase appends held by deny window freeze until \d{4}-/);
+    const apply = await runCli(['apply', '--auto-approve'], { cwd: dir, env: env(dir) });
+    expect(apply.code, apply.stderr).toBe(0);
+    expect(emu.store.getAction('acme', 2)!.phases).toEqual([]);
+    const forced = await runCli(['apply', '--auto-approve', '--ignore-windows'], { cwd: dir, env: env(dir) });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stderr).toContain('--ignore-windows');
+    expect(emu.store.getAction('acme', 2)!.phases).toHaveLength(3);
+  });
+
+  it('refuses a deactivation that breaks a dependency unless --allow-broken-dependencies, and draws the graph', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    const dir = tree({
+      'dus-sync.yaml': CONFIG(),
+      'fw.yaml': 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "1.2.0", is_deactivated: true }\n',
+    });
+    const plan = await runCli(['plan'], { cwd: dir, env: env(dir) });
+    expect(plan.code).toBe(1);
+    expect(plan.stdout).toContain('deactivating firmware 1.2.0 leaves no active firmware to satisfy the dependency of modem 2.4.1 (needs bootloader >= 1.1.0)');
+    const allowed = await runCli(['plan', '--format', 'markdown', '--allow-broken-dependencies'], { cwd: dir, env: env(dir) });
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stdout).toContain('broken dependency');
+    expect(allowed.stdout).toContain('```mermaid');
+    expect(allowed.stdout).toMatch(/modem 2\.4\.1"\]\n[\s\S]*-\.->\|"#62;= 1\.1\.0"\|/);
+    const apply = await runCli(['apply', '--auto-approve', '--allow-broken-dependencies'], { cwd: dir, env: env(dir) });
+    expect(apply.code, apply.stderr).toBe(0);
+    expect(emu.store.snapshot().tenants.acme!.bundles![0]!.firmwares!.find((f) => f.version_number === '1.2.0')!.is_deactivated).toBe(true);
+  });
+});
