@@ -11,7 +11,9 @@ export interface BaseUrl {
 
 export function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  // Only the name itself: a resolver need not map other *.localhost names to this machine, and
+  // http:// to them would carry a key or token in clear text to whatever it returns.
+  if (h === 'localhost') return true;
   if (h === '::1') return true;
   if (isIP(h) === 4) return h.startsWith('127.');
   if (h.startsWith('::ffff:')) return isLoopbackHost(h.slice(7));

@@ -11,6 +11,7 @@
 // Commenting is best effort: a token that may not comment (a fork's) is a warning, not a failure.
 // Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
 import { appendFileSync, writeFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
 import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { connect, enforceSafety, fetchAndPlan, loadOrThrow, rolloutControl, tenantsOf } from '../agent/reconcile.js';
 import { hasDifferences, type DesiredDiff } from '../core/desired-diff.js';
@@ -18,6 +19,9 @@ import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderMarkdown } from '../core/render/markdown.js';
 import { escapeMarkdown } from '../core/render/markdown-escape.js';
 import { readApiKeys } from '../load/keys.js';
+import { readDesiredAtRef } from '../load/git.js';
+import { desiredRevision } from '../load/revision.js';
+import { VERSION } from '../version.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 import type { Logger, Plan, ResolvedConfig } from '../model/index.js';
 import { redact, redactDeep, registerSecret } from '../redact.js';
@@ -95,8 +99,11 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const maxLength = COMMENT_LIMIT - RESERVE;
 
   const cwd = process.cwd();
-  const outcome = await review(opts, globals, log, env, maxLength);
-  const root = await repoRootOf(cwd);
+  const where: { dir?: string } = {};
+  const outcome = await review(opts, globals, log, env, maxLength, where);
+  // The root of the repository the config is in (a checkout under path: src, run from the
+  // workspace, is not the working folder's repository), else of the working folder.
+  const root = (where.dir !== undefined ? await repoRootOf(where.dir) : undefined) ?? await repoRootOf(cwd);
   const findings = rebaseAll(outcome.findings, cwd, root);
   const markdown = bounded(redact(outcome.markdown || problemsMarkdown(findings)), maxLength);
 
@@ -110,12 +117,23 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   return outcome.code;
 }
 
-async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, env: NodeJS.ProcessEnv, maxLength: number): Promise<Outcome> {
+async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, env: NodeJS.ProcessEnv, maxLength: number, where: { dir?: string }): Promise<Outcome> {
   try {
     const { config, filter } = await setup(globals);
+    where.dir = config.dir;
     const desired = await loadOrThrow(config, filter);
     const mode = opts.mode ?? 'auto';
-    const keyless = mode === 'diff' ? 'diff was asked for' : mode === 'auto' ? await whyNoPlan(config, tenantsOf(desired), env) : undefined;
+    let keyless = mode === 'diff' ? 'diff was asked for' : mode === 'auto' ? await whyNoPlan(config, tenantsOf(desired), env) : undefined;
+    // The keys go only where the base branch sends them: a pull request that changes base_url
+    // (or where a tenant's key is read from) would otherwise receive them with its own plan.
+    const baseRef = opts.base ?? defaultBase(env);
+    if (keyless === undefined && baseRef) {
+      const moved = await keysRedirected(config, baseRef, log);
+      if (moved !== undefined) {
+        log.warn(`${moved} in this change: the API keys are not sent where the change says; comparing with ${baseRef} in git instead`);
+        keyless = `${moved} in this change`;
+      }
+    }
     if (keyless === undefined) return await planOutcome(config, desired, globals, log, maxLength);
     const base = opts.base ?? defaultBase(env);
     if (!base) throw new UserError(`review compares with git when it cannot plan (${keyless}), and needs --base GIT_REF for that, e.g. --base origin/main`);
@@ -126,6 +144,47 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
     if (err instanceof ConfigError) return { markdown: '', code: 1, findings: err.issues.map(issueFinding), error: err };
     return { markdown: failureMarkdown(err), code: 1, findings: [], error: err };
   }
+}
+
+/**
+ * What the change does to where the keys go, compared with the config at the base ref: a new
+ * base URL, or a tenant whose key is read from another variable or file. Undefined when nothing
+ * moved (or the base has no config to compare with, as in a first commit).
+ */
+async function keysRedirected(config: ResolvedConfig, baseRef: string, _log: Logger): Promise<string | undefined> {
+  let text: string | undefined;
+  try {
+    await readDesiredAtRef({
+      dir: config.dir, ref: baseRef, ...(config.file ? { configFile: config.file } : {}),
+      select: (_paths, configText) => {
+        text = configText;
+        return [];
+      },
+    });
+  } catch (err) {
+    return `the config at ${baseRef} could not be read (${err instanceof Error ? err.message : String(err)}), so where the keys go could not be checked`;
+  }
+  if (text === undefined) return undefined;
+  const doc = parseDocument(text, { uniqueKeys: true });
+  const raw: unknown = doc.errors.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined;
+  if (!isRecord(raw)) return `the config at ${baseRef} is not valid, so where the keys go could not be checked`;
+  // As the config loader does: DUS_BASE_URL, when set, wins over the file on both sides.
+  const envBase = process.env.DUS_BASE_URL?.trim();
+  const baseUrl = envBase || (typeof raw.base_url === 'string' ? raw.base_url : undefined);
+  if ((baseUrl ?? '') !== (config.baseUrl ?? '')) return 'base_url changed';
+  const tenants = isRecord(raw.tenants) ? raw.tenants : {};
+  for (const [name, t] of Object.entries(config.tenants)) {
+    const b = tenants[name];
+    if (!isRecord(b)) continue; // a new tenant: its key is read as the config says
+    const env = typeof b.api_key_env === 'string' ? b.api_key_env : '';
+    const file = typeof b.api_key_file === 'string' ? b.api_key_file : '';
+    if (env !== (t.apiKeyEnv ?? '') || file !== (t.apiKeyFile ?? '')) return `the key source of tenant ${name} changed`;
+  }
+  return undefined;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Why a live plan cannot be made here (no key, no base_url), or undefined when it can. */
@@ -147,7 +206,11 @@ async function planOutcome(config: ResolvedConfig, desired: Awaited<ReturnType<t
   try {
     const { live, plan } = await fetchAndPlan(client, desired, 8, undefined, rolloutControl(config, log, {}));
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
-    let markdown = renderMarkdown(redactDeep(plan), { live: redactDeep(live), suspended: config.suspend, maxLength: maxLength - 600 });
+    const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
+    let markdown = renderMarkdown(redactDeep(plan), {
+      live: redactDeep(live), suspended: config.suspend, maxLength: maxLength - 600,
+      footer: { toolVersion: VERSION, generatedAt: new Date().toISOString(), ...(revision ? { revision } : {}) },
+    });
     let code = planExitCode(plan, true);
     try {
       enforceSafety(plan, config, {});

@@ -5,8 +5,12 @@ import { isLoopbackHost } from '../api/url.js';
 import { UserError } from '../errors.js';
 
 export const REQUEST_TIMEOUT_MS = 30_000;
-/** A page of 100 comments of at most 65,536 characters each, with room to spare. */
-export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/**
+ * A page of comments: GitHub's are at most 65,536 characters (up to 3 bytes each in UTF-8),
+ * GitLab's notes up to 1,000,000; pages are asked small enough (20 and 10 per page) that a full
+ * page of the longest comments fits, so nobody can stop the bot by posting long comments.
+ */
+export const MAX_RESPONSE_BYTES = 48 * 1024 * 1024;
 
 export interface HostResponse {
   readonly status: number;

@@ -1,12 +1,16 @@
 // One sticky comment per pull request (GitHub) or merge request (GitLab): found by a hidden
-// marker AND by its author being the token's own user, then updated; created when there is none.
-// A comment by anyone else that holds the marker (a quote, a copy, a forgery) is never edited.
-import { readFileSync, statSync } from 'node:fs';
+// marker at its very start AND by its author being the token's own user, then updated; created
+// when there is none. A comment by anyone else that holds the marker (a quote, a copy, a
+// forgery) is never edited, nor one of the same user (every workflow comments as
+// github-actions[bot]) that only quotes it, nor another config's comment that holds it in text.
 import { UserError } from '../errors.js';
+import { readRegularFile } from '../load/read-file.js';
 import { apiRoot, HostError, request, rootPath, serverMessage, under, type HostResponse } from './http.js';
 
-/** Pages of 100 comments read at most while looking for ours (a pull request with more is rare). */
-export const MAX_PAGES = 30;
+/** Pages read at most while looking for ours: 3,000 GitHub comments, 1,500 GitLab notes. */
+export const MAX_PAGES = 150;
+const GITHUB_PER_PAGE = 20;
+const GITLAB_PER_PAGE = 10;
 /** GITHUB_TOKEN's user; /user is not open to it, so this is who wrote our earlier comments. */
 export const GITHUB_ACTIONS_BOT = 'github-actions[bot]';
 const MAX_EVENT_BYTES = 64 * 1024 * 1024;
@@ -61,8 +65,10 @@ export function pullRequestNumber(eventPath: string | undefined): number | undef
   if (!eventPath) return undefined;
   let event: unknown;
   try {
-    if (statSync(eventPath).size > MAX_EVENT_BYTES) return undefined;
-    event = JSON.parse(readFileSync(eventPath, 'utf8'));
+    // Bounded while reading, regular files only: a FIFO or /dev/zero there must not hang the job.
+    const read = readRegularFile(eventPath, { maxBytes: MAX_EVENT_BYTES });
+    if (!read.ok) return undefined;
+    event = JSON.parse(read.text);
   } catch {
     return undefined;
   }
@@ -99,7 +105,7 @@ export function githubTarget(env: NodeJS.ProcessEnv, opts: GitHubOptions): Stick
     where: `pull request #${number} of ${repository}`,
     async post(body, marker) {
       const login = await author();
-      let url: URL | undefined = under(root, `/repos/${owner}/${repo}/issues/${number}/comments?per_page=100`);
+      let url: URL | undefined = under(root, `/repos/${owner}/${repo}/issues/${number}/comments?per_page=${GITHUB_PER_PAGE}`);
       let found: { id: number; body: string } | undefined;
       let pages = 0;
       while (url && !found && pages < MAX_PAGES) {
@@ -109,7 +115,7 @@ export function githubTarget(env: NodeJS.ProcessEnv, opts: GitHubOptions): Stick
         if (!Array.isArray(res.json)) throw new HostError('could not list the comments: the answer is not a list', res.status);
         for (const c of res.json) {
           if (!isObject(c) || !isObject(c.user) || typeof c.id !== 'number' || typeof c.body !== 'string') continue;
-          if (c.user.login === login && c.body.includes(marker)) { found = { id: c.id, body: c.body }; break; }
+          if (c.user.login === login && c.body.startsWith(marker)) { found = { id: c.id, body: c.body }; break; }
         }
         url = found ? undefined : nextLink(res, root);
       }
@@ -151,13 +157,13 @@ export function gitlabTarget(env: NodeJS.ProcessEnv, token: string): StickyTarge
       let found: { id: number; body: string } | undefined;
       let pages = 0;
       while (page && !found && pages < MAX_PAGES) {
-        const res = await request(under(root, `${notes}?per_page=100&page=${encodeURIComponent(page)}&sort=asc&order_by=created_at`), { headers });
+        const res = await request(under(root, `${notes}?per_page=${GITLAB_PER_PAGE}&page=${encodeURIComponent(page)}&sort=asc&order_by=created_at`), { headers });
         pages++;
         if (!ok(res)) fail('could not list the notes', res);
         if (!Array.isArray(res.json)) throw new HostError('could not list the notes: the answer is not a list', res.status);
         for (const n of res.json) {
           if (!isObject(n) || !isObject(n.author) || typeof n.id !== 'number' || typeof n.body !== 'string' || n.system === true) continue;
-          if (n.author.id === myId && n.body.includes(marker)) { found = { id: n.id, body: n.body }; break; }
+          if (n.author.id === myId && n.body.startsWith(marker)) { found = { id: n.id, body: n.body }; break; }
         }
         const next = res.headers.get('x-next-page') ?? '';
         page = /^\d+$/.test(next) ? next : undefined;

@@ -198,6 +198,23 @@ describe('renderStatusPage: bounded', () => {
     expect(html).toMatch(/and \d+ more conflict\(s\) or error\(s\)/);
   });
 
+  it('a tenant too large for the page does not hide the detail of the tenants after it', () => {
+    const huge = '&'.repeat(DETAIL_LIMITS.name);
+    const objects = [
+      ...Array.from({ length: 50 }, (_, j) => action(j + 1, Array.from({ length: 40 }, (_, k) => `${huge}-${k}`), { tenant: 'big' })),
+      action(1, ['canary', 'small-wave'], { tenant: 'small' }),
+    ];
+    const want = desired(...objects);
+    const have = live({
+      big: { actions: Array.from({ length: 50 }, (_, j) => liveAction(j + 1, Array.from({ length: 40 }, (_, k) => `${huge}-${k}-live`))) },
+      small: { actions: [liveAction(1, ['canary'])] },
+    });
+    const html = page(passDetail({ desired: want, live: have, plan: plan(want, have) }));
+    expect(html.length).toBeLessThan(PAGE_BUDGET + 60_000);
+    expect(html).toContain('small-wave');
+    expect(html).toMatch(/The detail of big is too large for this page/);
+  });
+
   it('shows a window of a long rollout around the next phase', () => {
     const names = Array.from({ length: 100 }, (_, i) => `p${i}`);
     const want = desired(action(5, names));

@@ -29,7 +29,9 @@ describe('parseBaseUrl', () => {
 });
 
 describe('isLoopbackHost', () => {
-  it.each([['127.0.0.1', true], ['[::1]', true], ['localhost', true], ['128.0.0.1', false], ['localhost.example.com', false], ['10.0.0.1', false]])(
+  it.each([['127.0.0.1', true], ['[::1]', true], ['localhost', true], ['128.0.0.1', false], ['localhost.example.com', false], ['10.0.0.1', false],
+    // Only the name itself: a resolver need not map x.localhost here (http:// would carry the key in clear).
+    ['x.localhost', false], ['api.localhost', false]])(
     '%s → %s',
     (h, want) => expect(isLoopbackHost(h)).toBe(want),
   );

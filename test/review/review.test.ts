@@ -345,3 +345,66 @@ describe('the action\'s run step with command: review, by bash as a runner runs 
     expect(step.run).toContain('unset INPUT_GITHUB_TOKEN');
   });
 });
+
+describe('what a tester broke in review, each now a test', () => {
+  it('a comment of the same bot user that only quotes the marker (another workflow\'s) is never edited', async () => {
+    const repo = await makeRepo('quote');
+    github.comments.length = 0;
+    github.comments.push({ id: 40, user: { login: 'github-actions[bot]', type: 'Bot' }, body: `Welcome! Your description says:\n> ${MARKER} please review` });
+    appendPhase(repo.dir, 'wave-q');
+    const r = await exec(process.execPath, [CLI, 'review'], repo.dir, baseEnv(githubEnv(join(work, 'summary-quote.md'))));
+    expect(r.status, r.stderr).toBe(2);
+    expect(github.comments.find((c) => c.id === 40)!.body).toBe(`Welcome! Your description says:\n> ${MARKER} please review`);
+    expect(github.comments.filter((c) => c.body.startsWith(MARKER))).toHaveLength(1);
+    // Pages small enough that a full page of the longest comments GitHub allows fits the answer cap.
+    expect(gh.requests.find((q) => q.method === 'GET' && q.url.includes('/comments'))!.url).toContain('per_page=20');
+  });
+
+  it('annotations are relative to the config\'s repository, also when run from a folder outside it', async () => {
+    const repo = await makeRepo('outside');
+    const broken = join(repo.dir, 'tenants', 'acme', 'broken.yaml');
+    writeFileSync(broken, 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "9.9.9"\n  uncompressed_size: -1\n');
+    // A checkout under path: outside/, dus-sync run from the workspace above it (not a repository).
+    const r = await exec(process.execPath, [CLI, '-c', join(repo.dir, 'dus-sync.yaml'), 'review', '--no-comment'], work, baseEnv(githubEnv(join(work, 'summary-outside.md'))));
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^::error file=config\/tenants\/acme\/broken\.yaml,line=6,/m);
+  });
+
+  it('GITHUB_EVENT_PATH pointing at /dev/zero does not hang or fill memory: no pull request, a warning', async () => {
+    const repo = await makeRepo('devzero');
+    const env = { ...githubEnv(join(work, 'summary-zero.md')), GITHUB_EVENT_PATH: '/dev/zero' };
+    const started = Date.now();
+    const r = await exec(process.execPath, [CLI, 'review'], repo.dir, baseEnv(env));
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(r.status).toBe(0);
+    expect(r.stderr).toMatch(/not started by a pull request/);
+  }, 30_000);
+
+  it('a pull request that changes base_url never gets the keys: the review falls back to the keyless diff', async () => {
+    const repo = await makeRepo('redirect');
+    const config = join(repo.dir, 'dus-sync.yaml');
+    // The base branch sends the keys to the (emulated) service.
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${emulator.url}`));
+    await git(repo.root, 'commit', '-qam', 'point at the service');
+    await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+    const seen: string[] = [];
+    const evil = await serve((req, _body, res) => { seen.push(String(req.headers['x-service-api-key'] ?? '')); json(res, 200, { count: 0, next: null, previous: null, results: [] }); });
+    try {
+      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${evil.url}`));
+      appendPhase(repo.dir, 'wave-r');
+      const env = baseEnv({ ...githubEnv(join(work, 'summary-redirect.md')), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, 'state-redirect') });
+      const r = await exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+      expect(seen).toEqual([]);
+      expect(r.stderr).toMatch(/base_url changed in this change: the API keys are not sent where the change says; comparing with origin\/main in git instead/);
+      expect(r.stdout).toMatch(/^## dus-sync diff: `origin\/main` → this change/);
+      expect(r.status).toBe(2);
+      // The same change without a new base_url plans live, with the provenance footer.
+      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${emulator.url}`));
+      const planned = await exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+      expect(planned.stdout, planned.stderr).toMatch(/^## dus-sync plan\n/);
+      expect(planned.stdout).toMatch(/dus-sync \d+\.\d+\.\d+/);
+    } finally {
+      await evil.close();
+    }
+  });
+});

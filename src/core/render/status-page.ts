@@ -164,14 +164,23 @@ export function renderStatusPage(input: StatusPageInput): string {
     const tenants = snap.detail.tenants.slice(0, PAGE_LIMITS.tenants);
     let size = parts.reduce((n, p) => n + p.length, 0);
     let shown = 0;
+    const tooBig: string[] = [];
     for (const tenant of tenants) {
       const block = tenantSection(tenant);
-      if (size + block.length > PAGE_BUDGET) break;
+      // One tenant too large to show does not hide the ones after it.
+      if (size + block.length > PAGE_BUDGET) {
+        tooBig.push(tenant.tenant);
+        continue;
+      }
       parts.push(block);
       size += block.length;
       shown += 1;
     }
-    const left = snap.detail.tenantTotal - shown;
+    if (tooBig.length > 0) {
+      const names = tooBig.slice(0, 10).map((n) => t(n)).join(', ');
+      parts.push(`<p class="muted">The detail of ${names}${tooBig.length > 10 ? ` and ${tooBig.length - 10} more` : ''} is too large for this page (the page is kept small); its row in the table above stands.</p>`);
+    }
+    const left = snap.detail.tenantTotal - shown - tooBig.length;
     if (left > 0) parts.push(`<p class="muted">and ${left} more tenant(s) not shown in detail (the page is kept small)</p>`);
   }
   parts.push('</main>', `<footer>dus-sync${input.version ? ` ${t(input.version)}` : ''} · read-only · reloads every ${t(Math.round(input.refreshSeconds))} s · `
