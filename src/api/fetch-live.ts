@@ -1,5 +1,6 @@
 // The live state the desired state needs, read in one pass per tenant: the bundle pages
 // (only for tenants that declare firmwares) and only the actions that are declared.
+import { compareVersions } from '../core/version-order.js';
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
@@ -19,10 +20,11 @@ interface Wanted {
   bundles: Set<string>;
   actionIds: Set<number>;
   /**
-   * Every record of the tenant is kept: a declared deactivation is checked against the
-   * dependencies of all active firmware (docs/rollout-control.md), within the same budget.
+   * Declared deactivations: each is checked against the dependencies of the tenant's active
+   * firmware (docs/rollout-control.md), so the dependents and the highest versions of each
+   * component are kept too (IndexOptions.satisfiers), not the whole tenant.
    */
-  all?: boolean;
+  deactivations: number;
 }
 
 export async function fetchLive(client: ApiClient, desired: DesiredState, opts: FetchLiveOptions = {}): Promise<LiveState> {
@@ -54,7 +56,7 @@ function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
   const get = (t: string): Wanted => {
     let w = out.get(t);
     if (!w) {
-      w = { versions: new Set(), bundles: new Set(), actionIds: new Set() };
+      w = { versions: new Set(), bundles: new Set(), actionIds: new Set(), deactivations: 0 };
       out.set(t, w);
     }
     return w;
@@ -63,7 +65,7 @@ function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
     const w = get(f.tenant);
     w.versions.add(f.spec.version_number);
     if (f.spec.bundle_version !== undefined) w.bundles.add(f.spec.bundle_version);
-    if (f.spec.is_deactivated === true) w.all = true;
+    if (f.spec.is_deactivated === true) w.deactivations += 1;
   }
   for (const a of desired.actions) get(a.tenant).actionIds.add(a.id);
   return out;
@@ -79,7 +81,11 @@ interface Budget {
 async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions, budget: Budget): Promise<LiveTenant> {
   const [firmwares, { actions, errors }] = await Promise.all([
     wanted.versions.size > 0
-      ? indexFirmwares(client.bundlePages(opts.signal), { ...(wanted.all ? {} : { versions: wanted.versions }), bundles: wanted.bundles, tenant: client.tenant, ...(budget.records ? { budget: budget.records } : {}) })
+      ? indexFirmwares(client.bundlePages(opts.signal), {
+        versions: wanted.versions, bundles: wanted.bundles, tenant: client.tenant,
+        ...(wanted.deactivations > 0 ? { satisfiers: wanted.deactivations + 1 } : {}),
+        ...(budget.records ? { budget: budget.records } : {}),
+      })
       : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
     readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts, { actionBytes: budget.actionBytes }),
   ]);
@@ -88,6 +94,8 @@ async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLive
 
 interface Accumulated {
   record: Omit<LiveFirmware, 'bundles'>;
+  /** Kept only as one of its component's highest versions: dropped when higher ones come. */
+  top?: boolean;
   /** The first BUNDLES_KEPT_PER_RECORD bundle versions in sorted order, sorted. */
   first: string[];
   /** Declared bundle versions the record is in (the guard of plan asks for them by name); made when first needed. */
@@ -106,6 +114,13 @@ export interface IndexOptions {
   readonly budget?: RecordsBudget;
   /** Named in the message when the budget runs out. */
   readonly tenant?: string;
+  /**
+   * With `versions`: also keep what the dependency check of a declared deactivation needs,
+   * without keeping the whole tenant: every active record that has dependencies, and per
+   * component the `satisfiers` highest active versions (the deactivations of the tenant plus
+   * one: if those are deactivated, the next one still satisfies, or none does).
+   */
+  readonly satisfiers?: number;
 }
 
 /** Characters of records and bundle versions that may still be kept, of `limit`. */
@@ -180,11 +195,43 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     }
     spend(keepFirst(acc.first, version));
   };
+  // component → its highest active versions kept for the dependency check, highest first.
+  const tops = new Map<string, string[]>();
+  const N = opts.satisfiers ?? 0;
+  /** Whether a record of a version not declared is kept for the dependency check, making room for it. */
+  const keepForDependencies = (fw: FirmwareBundle['firmwares'][number]): 'dependent' | 'top' | undefined => {
+    if (N === 0 || fw.is_deactivated === true) return undefined;
+    if ((fw.dependencies ?? []).length > 0) return 'dependent';
+    const top = tops.get(fw.component_name) ?? [];
+    if (top.includes(fw.version_number)) return 'top';
+    let at = top.findIndex((v) => compareVersions(fw.version_number, v) > 0);
+    if (at === -1) at = top.length;
+    if (at >= N) return undefined;
+    top.splice(at, 0, fw.version_number);
+    tops.set(fw.component_name, top);
+    if (top.length > N) evict(fw.component_name, top.pop()!);
+    return 'top';
+  };
+  const evict = (component: string, version: string): void => {
+    const slot = byNumber.get(version);
+    if (!slot) return;
+    const i = slot.list.findIndex((a) => a.top === true && a.record.component_name === component);
+    if (i === -1) return;
+    const [gone] = slot.list.splice(i, 1);
+    spend(-(recordSize(gone!.record) + gone!.first.reduce((n, v) => n + v.length, 0)));
+    if (gone!.record.firmware_id != null && slot.byId.get(gone!.record.firmware_id) === gone) slot.byId.delete(gone!.record.firmware_id);
+    if (slot.byComponent.get(component) === gone) slot.byComponent.delete(component);
+    if (slot.list.length === 0) byNumber.delete(version);
+  };
   for await (const page of pages) {
     pageCount++;
     for (const bundle of page) {
       for (const fw of bundle.firmwares) {
-        if (opts.versions !== undefined && !opts.versions.has(fw.version_number)) continue;
+        let why: 'dependent' | 'top' | undefined;
+        if (opts.versions !== undefined && !opts.versions.has(fw.version_number)) {
+          why = keepForDependencies(fw);
+          if (why === undefined) continue;
+        }
         let slot = byNumber.get(fw.version_number);
         if (!slot) {
           slot = { list: [], byId: new Map(), byComponent: new Map() };
@@ -206,6 +253,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
             dependencies: fw.dependencies ?? [],
           },
           first: [],
+          ...(why === 'top' ? { top: true } : {}),
         };
         spend(recordSize(acc.record));
         addBundle(acc, bundle.version);
