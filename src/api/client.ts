@@ -165,7 +165,8 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
         if (key === undefined || key === '') {
           throw new UserError(`no API key for tenant ${name}: set tenants.${name}.api_key_env or api_key_file in dus-sync.yaml, or DUS_API_KEY`);
         }
-        client = tenantClient(ctx, name, key, new AimdLimiter(concurrency), opts.tenantIds?.get(name) ?? name);
+        const limiter = new AimdLimiter(concurrency, { min: Math.min(concurrency, opts.minConcurrency ?? 1), max: Math.max(concurrency, opts.maxConcurrency ?? concurrency) });
+        client = tenantClient(ctx, name, key, limiter, opts.tenantIds?.get(name) ?? name);
         tenants.set(name, client);
       }
       return client;
@@ -242,6 +243,7 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
   const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, tenant, send, signal);
   return {
     tenant,
+    concurrencyNow: () => limiter.limit,
     bundlePages: pages,
     async listBundles(signal) {
       const all: FirmwareBundle[] = [];
@@ -456,9 +458,10 @@ async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: A
     limiter.release();
   }
   const status = 'reply' in result ? result.reply.status : 'error';
-  if (status === 429) limiter.onRateLimited(epoch);
-  else if (typeof status === 'number' && status < 500) limiter.onSuccess();
   const durationMs = ctx.clock.now() - t0;
+  if (status === 429) limiter.onRateLimited(epoch);
+  else if (typeof status === 'number' && status >= 500) limiter.onServerError(epoch);
+  else if (typeof status === 'number') limiter.onSuccess(durationMs, epoch);
   ctx.log?.debug(`${call.method} ${call.path} ${status} ${durationMs}ms`, { tenant, method: call.method, path: call.path, status, durationMs });
   ctx.onRequest?.({ method: call.method, route: call.route, status, durationMs, tenant, attempt });
   return result;
