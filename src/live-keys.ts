@@ -10,7 +10,7 @@
 // validate/plan refuse a desired-state file that holds one (src/load/documents.ts).
 import type { Action, DesiredState, LiveFirmware, LiveState, Logger, Plan } from './model/index.js';
 import { UserError } from './errors.js';
-import { REDACTED, redactDeep } from './redact.js';
+import { containsSecret, REDACTED, redactDeep } from './redact.js';
 
 export interface KeyLocation {
   readonly tenant: string;
@@ -32,35 +32,118 @@ export function keysIn(tenant: string, object: string, value: unknown): KeyLocat
   return out.map((l) => ({ ...l, object: redactDeep(l.object) }));
 }
 
+/** What keysInAll is given: each live object once, with its tenant; a firmware record or an action. */
+type Visit = (add: (tenant: string, value: LiveFirmware | Action, kind: 'firmware' | 'action') => void) => void;
+
+/** Objects looked at together: one search over their strings instead of a walk of each. */
+const BATCH = 1024;
+const DEEP = 100;
+
+/**
+ * The strings and object keys in `value`, added to `into` (repeats are searched once); false when the search over them
+ * could differ from redactDeep's (anything but JSON-like data), so that the exact walk must decide.
+ */
+function collectStrings(value: unknown, into: Set<string>, depth = 0): boolean {
+  if (typeof value === 'string') {
+    into.add(value);
+    return true;
+  }
+  if (value === null || typeof value !== 'object') return true;
+  if (depth > DEEP) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!collectStrings(value[i], into, depth + 1)) return false;
+    return true;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    into.add(k);
+    if (!collectStrings((value as Record<string, unknown>)[k], into, depth + 1)) return false;
+  }
+  return true;
+}
+
+/** A character with which redact starts decoding (percent, backslash and HTML escapes). */
+const ESCAPES = /[%\\&]/;
+
+/**
+ * keysIn over many objects. Nearly always none holds a key, so a batch is first searched as
+ * one text: its distinct strings and object keys, one per line. Without a character that
+ * starts an escape (%, \\, &), redact searches a string as it is written, so a key the walk
+ * of an object would find stands in that text too (a hit that straddles two lines only costs
+ * the exact walk of that batch); a batch with such a character is walked. At 200,000 records
+ * the walk of each (and a Set of 200,000 composite ids) took 1.6 s of a 13 s plan.
+ */
+function keysInAll(visit: Visit): KeyLocation[] {
+  const out: KeyLocation[] = [];
+  // Parallel arrays, reused: no object per live record.
+  const tenants: string[] = [];
+  const values: Array<LiveFirmware | Action> = [];
+  const kinds: Array<'firmware' | 'action'> = [];
+  const strings = new Set<string>();
+  let plain = true;
+  const flush = (): void => {
+    const text = plain ? [...strings].join('\n') : '';
+    if (!plain || ESCAPES.test(text) || containsSecret(text)) {
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i]!;
+        const name = kinds[i] === 'firmware' ? firmwareName(v as LiveFirmware) : `action ${(v as Action).id}`;
+        out.push(...keysIn(tenants[i]!, name, v));
+      }
+    }
+    tenants.length = 0;
+    values.length = 0;
+    kinds.length = 0;
+    strings.clear();
+    plain = true;
+  };
+  visit((tenant, value, kind) => {
+    tenants.push(tenant);
+    values.push(value);
+    kinds.push(kind);
+    if (plain) plain = collectStrings(value, strings);
+    if (values.length >= BATCH) flush();
+  });
+  if (values.length > 0) flush();
+  return out;
+}
+
 /** The live objects of the declared firmwares and actions (what plan and apply compare and show). */
 export function keysInLive(live: LiveState, desired: DesiredState): KeyLocation[] {
-  const out: KeyLocation[] = [];
-  const seen = new Set<string>();
-  for (const f of desired.firmwares) {
-    const records = live.tenants.get(f.tenant)?.firmwares.get(f.spec.version_number) ?? [];
-    for (const r of records) {
-      const id = `${f.tenant}\0f\0${r.version_number}\0${r.component_name}`;
-      if (seen.has(id)) continue;
-      seen.add(id);
-      out.push(...keysIn(f.tenant, firmwareName(r), r));
+  return keysInAll((add) => {
+    // One (tenant, version number) is one list of records: each list is looked at once. The
+    // desired firmwares are sorted by tenant and number, so a repeat is the previous one (a Set
+    // of 200,000 lists cost more than the search).
+    let previous: readonly LiveFirmware[] | undefined;
+    let tenant: string | undefined;
+    let firmwares: ReadonlyMap<string, readonly LiveFirmware[]> | undefined;
+    for (const f of desired.firmwares) {
+      if (f.tenant !== tenant) {
+        tenant = f.tenant;
+        firmwares = live.tenants.get(tenant)?.firmwares;
+      }
+      const records = firmwares?.get(f.spec.version_number);
+      if (records === undefined || records === previous) continue;
+      previous = records;
+      for (const r of records) add(f.tenant, r, 'firmware');
     }
-  }
-  for (const a of desired.actions) {
-    const action = live.tenants.get(a.tenant)?.actions.get(a.id);
-    const id = `${a.tenant}\0a\0${a.id}`;
-    if (!action || seen.has(id)) continue;
-    seen.add(id);
-    out.push(...keysIn(a.tenant, `action ${a.id}`, action));
-  }
-  return out;
+    const seenActions = new Set<string>();
+    for (const a of desired.actions) {
+      const action = live.tenants.get(a.tenant)?.actions.get(a.id);
+      const id = `${a.tenant}\0${a.id}`;
+      if (!action || seenActions.has(id)) continue;
+      seenActions.add(id);
+      add(a.tenant, action, 'action');
+    }
+  });
 }
 
 /** Every live firmware record and action that export writes. */
 export function keysInExport(tenant: string, firmwares: ReadonlyMap<string, readonly LiveFirmware[]>, actions: readonly Action[]): KeyLocation[] {
-  const out: KeyLocation[] = [];
-  for (const records of firmwares.values()) for (const r of records) out.push(...keysIn(tenant, firmwareName(r), r));
-  for (const a of actions) out.push(...keysIn(tenant, `action ${a.id}`, a));
-  return out;
+  return keysInAll((add) => {
+    for (const records of firmwares.values()) for (const r of records) add(tenant, r, 'firmware');
+    for (const a of actions) add(tenant, a, 'action');
+  });
 }
 
 /** One warning per place; `consequence` says what was done there. */

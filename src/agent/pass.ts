@@ -29,7 +29,11 @@ export interface PassOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly filter: LoadFilter;
   readonly dryRun: boolean;
+  /** The ceiling of requests in flight per tenant (and the width of reads and writes). */
   readonly concurrency: number;
+  /** Where the adaptive limit starts (default: the ceiling) and its floor (default 1). */
+  readonly startConcurrency?: number;
+  readonly minConcurrency?: number;
   readonly journal?: string;
   /** --allow-broken-dependencies and --ignore-windows (docs/rollout-control.md). */
   readonly allowBrokenDependencies?: boolean;
@@ -146,7 +150,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     await client?.api.close();
     const api = await connect(config, tenants, {
       env: opts.env, log: opts.log, insecureHttp: opts.insecureHttp, caFile: opts.caFile,
-      concurrency: opts.concurrency, limits, onRequest: opts.onRequest,
+      concurrency: opts.startConcurrency ?? opts.concurrency, minConcurrency: opts.minConcurrency, maxConcurrency: opts.concurrency, limits, onRequest: opts.onRequest,
     });
     client = { key, api };
     return api;

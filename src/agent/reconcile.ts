@@ -32,7 +32,10 @@ export interface ConnectOptions {
   readonly log: Logger;
   readonly insecureHttp?: boolean;
   readonly caFile?: string;
+  /** Where the per-tenant limit of requests in flight starts; it adapts between the floor and the ceiling. */
   readonly concurrency?: number;
+  readonly minConcurrency?: number;
+  readonly maxConcurrency?: number;
   /** From the flags; each one left out comes from the config's api.* or the client's default. */
   readonly limits?: ApiLimits;
   readonly onRequest?: (e: RequestEvent) => void;
@@ -74,6 +77,8 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
     insecureHttp: opts.insecureHttp,
     caFile: opts.caFile,
     concurrency: opts.concurrency,
+    minConcurrency: opts.minConcurrency,
+    maxConcurrency: opts.maxConcurrency,
     ...effectiveLimits(config, opts.limits),
     log: opts.log,
     onRequest: opts.onRequest,

@@ -72,8 +72,22 @@ export const DEFAULTS = {
   maxRetries: 5,
   concurrency: 8,
   retryBudgetMs: 120_000,
+  /** Pages read at most when the first page gives no count to bound them by (see pageLimit). */
   maxPages: 10_000,
 } as const;
+
+/**
+ * Pages of the bundle list read at most. With DRF's `count` (of bundles) and the first page's
+ * length (the page size), the list has ceil(count / size) pages; it may grow while it is read,
+ * so a tenth more and 10 pages are allowed. Without a usable count, undefined: DEFAULTS.maxPages. A fixed 10,000
+ * stopped a 200,000-bundle tenant listed 10 at a time; a large count is still bounded in bytes
+ * (LIST_BUDGET_FACTOR × --max-response-size over all pages), and a loop by the seen links.
+ */
+export function pageLimit(count: unknown, firstPageLength: number): number | undefined {
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0 || firstPageLength < 1) return undefined;
+  const pages = Math.ceil(count / firstPageLength);
+  return pages + Math.ceil(pages / 10) + 10;
+}
 
 const ROUTES = {
   list: 'GET /firmware-bundles',
@@ -151,7 +165,8 @@ export function createApiClient(opts: CreateApiClientOptions): ApiClient {
         if (key === undefined || key === '') {
           throw new UserError(`no API key for tenant ${name}: set tenants.${name}.api_key_env or api_key_file in dus-sync.yaml, or DUS_API_KEY`);
         }
-        client = tenantClient(ctx, name, key, new AimdLimiter(concurrency), opts.tenantIds?.get(name) ?? name);
+        const limiter = new AimdLimiter(concurrency, { min: Math.min(concurrency, opts.minConcurrency ?? 1), max: Math.max(concurrency, opts.maxConcurrency ?? concurrency) });
+        client = tenantClient(ctx, name, key, limiter, opts.tenantIds?.get(name) ?? name);
         tenants.set(name, client);
       }
       return client;
@@ -228,6 +243,7 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
   const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, tenant, send, signal);
   return {
     tenant,
+    concurrencyNow: () => limiter.limit,
     bundlePages: pages,
     async listBundles(signal) {
       const all: FirmwareBundle[] = [];
@@ -286,6 +302,8 @@ async function* bundlePages(ctx: Context, tenant: string, send: (c: Call, s?: Ab
   let url: URL | null = new URL(first, ctx.base.origin);
   const seen = new Set<string>();
   let total: number | undefined;
+  let maxPages: number = DEFAULTS.maxPages;
+  let countText = '';
   const listBudget = LIST_BUDGET_FACTOR * ctx.maxResponseBytes;
   let readChars = 0;
   while (url) {
@@ -293,8 +311,8 @@ async function* bundlePages(ctx: Context, tenant: string, send: (c: Call, s?: Ab
     if (seen.has(url.href)) {
       throw new ApiError(redact(`the bundle list loops: ${endpointOf(call)} was already read (the API's next links go round in a circle)`), { endpoint: endpointOf(call) });
     }
-    if (seen.size >= DEFAULTS.maxPages) {
-      throw new ApiError(`the bundle list has more than ${DEFAULTS.maxPages} pages: stopping (the API's next links do not end)`, { endpoint: endpointOf(call) });
+    if (seen.size >= maxPages) {
+      throw new ApiError(`the bundle list of tenant ${tenant} has more than ${maxPages} pages${countText}: stopping (the API's next links do not end)`, { endpoint: endpointOf(call), retryable: false });
     }
     seen.add(url.href);
     const reply = await send(call, signal);
@@ -311,6 +329,11 @@ async function* bundlePages(ctx: Context, tenant: string, send: (c: Call, s?: Ab
     const next = nextUrl(ctx.base, url, page.next, call);
     // DRF's count is of bundles; the first page's length is the page size.
     if (seen.size === 1 && next && typeof page.count === 'number' && page.results.length > 0) total = Math.ceil(page.count / page.results.length);
+    const limit = seen.size === 1 && next ? pageLimit(page.count, page.results.length) : undefined;
+    if (limit !== undefined) {
+      maxPages = limit;
+      countText = ` (its count of ${page.count} bundles in pages of ${page.results.length} allows ${limit}: the pages it gives, a tenth more and 10 for growth while it is read)`;
+    }
     const known = next ? (total === undefined ? undefined : Math.max(total, seen.size + 1)) : seen.size;
     ctx.onPage?.({ tenant, read: seen.size, ...(known === undefined ? {} : { total: known }) });
     yield page.results;
@@ -435,9 +458,10 @@ async function attemptOnce(ctx: Context, tenant: string, key: string, limiter: A
     limiter.release();
   }
   const status = 'reply' in result ? result.reply.status : 'error';
-  if (status === 429) limiter.onRateLimited(epoch);
-  else if (typeof status === 'number' && status < 500) limiter.onSuccess();
   const durationMs = ctx.clock.now() - t0;
+  if (status === 429) limiter.onRateLimited(epoch);
+  else if (typeof status === 'number' && status >= 500) limiter.onServerError(epoch);
+  else if (typeof status === 'number') limiter.onSuccess(durationMs, epoch);
   ctx.log?.debug(`${call.method} ${call.path} ${status} ${durationMs}ms`, { tenant, method: call.method, path: call.path, status, durationMs });
   ctx.onRequest?.({ method: call.method, route: call.route, status, durationMs, tenant, attempt });
   return result;

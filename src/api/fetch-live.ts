@@ -93,11 +93,12 @@ async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLive
 }
 
 interface Accumulated {
-  record: Omit<LiveFirmware, 'bundles'>;
+  /** The record as it is returned: its `bundles` is `first` until declared ones are merged in at the end. */
+  readonly record: { -readonly [K in keyof LiveFirmware]: LiveFirmware[K] };
   /** Kept only as one of its component's highest versions: dropped when higher ones come. */
   top?: boolean;
   /** The first BUNDLES_KEPT_PER_RECORD bundle versions in sorted order, sorted. */
-  first: string[];
+  readonly first: string[];
   /** Declared bundle versions the record is in (the guard of plan asks for them by name); made when first needed. */
   declared?: Set<string>;
 }
@@ -156,10 +157,21 @@ function keepFirst(list: string[], version: string): number {
   return version.length - dropped;
 }
 
+/** Several records under one version number (rare): looked up by firmware_id, then by component. */
 interface Slot {
   readonly list: Accumulated[];
   readonly byId: Map<string, Accumulated>;
   readonly byComponent: Map<string, Accumulated>;
+}
+
+function slotOf(acc: Accumulated): Slot {
+  const slot: Slot = { list: [acc], byId: new Map(), byComponent: new Map([[acc.record.component_name, acc]]) };
+  if (acc.record.firmware_id != null) slot.byId.set(acc.record.firmware_id, acc);
+  return slot;
+}
+
+function byComponentName(a: LiveFirmware, b: LiveFirmware): number {
+  return a.component_name < b.component_name ? -1 : a.component_name > b.component_name ? 1 : 0;
 }
 
 /**
@@ -171,10 +183,17 @@ interface Slot {
  * page is read, and a record keeps only its first bundle versions (and the declared ones), so
  * what is kept grows with the desired state, not with the server's answers; the budget bounds
  * the rest (export, which keeps every record, and a server that answers with many ambiguous ones).
+ *
+ * A number with one record (nearly all of them) holds it directly: two Maps per number were
+ * most of the garbage of plan at 200,000 records. The record is built once, as it is returned
+ * (no copy at the end), and the map is in the order the list gave the numbers: the callers look
+ * numbers up, and export sorts them itself.
  */
 export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundle[]>, opts: IndexOptions = {}): Promise<Map<string, readonly LiveFirmware[]>> {
-  const byNumber = new Map<string, Slot>();
+  const byNumber = new Map<string, Accumulated | Slot>();
   const budget = opts.budget;
+  const versions = opts.versions;
+  const declaredBundles = opts.bundles !== undefined && opts.bundles.size > 0 ? opts.bundles : undefined;
   let pageCount = 0;
   const spend = (n: number): void => {
     if (budget === undefined) return;
@@ -185,7 +204,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     }
   };
   const addBundle = (acc: Accumulated, version: string): void => {
-    if (opts.bundles?.has(version) === true) {
+    if (declaredBundles?.has(version) === true) {
       acc.declared ??= new Set();
       if (!acc.declared.has(version)) {
         acc.declared.add(version);
@@ -198,6 +217,25 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   // component → its highest active versions kept for the dependency check, highest first.
   const tops = new Map<string, string[]>();
   const N = opts.satisfiers ?? 0;
+  const sizeOf = (a: Accumulated): number => recordSize(a.record) + a.first.reduce((n, v) => n + v.length, 0);
+  const evict = (component: string, version: string): void => {
+    const held = byNumber.get(version);
+    if (held === undefined) return;
+    if ('record' in held) {
+      if (held.top === true && held.record.component_name === component) {
+        byNumber.delete(version);
+        spend(-sizeOf(held));
+      }
+      return;
+    }
+    const i = held.list.findIndex((a) => a.top === true && a.record.component_name === component);
+    if (i === -1) return;
+    const [gone] = held.list.splice(i, 1);
+    spend(-sizeOf(gone!));
+    if (gone!.record.firmware_id != null && held.byId.get(gone!.record.firmware_id) === gone) held.byId.delete(gone!.record.firmware_id);
+    if (held.byComponent.get(component) === gone) held.byComponent.delete(component);
+    if (held.list.length === 0) byNumber.delete(version);
+  };
   /** Whether a record of a version not declared is kept for the dependency check, making room for it. */
   const keepForDependencies = (fw: FirmwareBundle['firmwares'][number]): 'dependent' | 'top' | undefined => {
     if (N === 0 || fw.is_deactivated === true) return undefined;
@@ -212,50 +250,56 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     if (top.length > N) evict(fw.component_name, top.pop()!);
     return 'top';
   };
-  const evict = (component: string, version: string): void => {
-    const slot = byNumber.get(version);
-    if (!slot) return;
-    const i = slot.list.findIndex((a) => a.top === true && a.record.component_name === component);
-    if (i === -1) return;
-    const [gone] = slot.list.splice(i, 1);
-    spend(-(recordSize(gone!.record) + gone!.first.reduce((n, v) => n + v.length, 0)));
-    if (gone!.record.firmware_id != null && slot.byId.get(gone!.record.firmware_id) === gone) slot.byId.delete(gone!.record.firmware_id);
-    if (slot.byComponent.get(component) === gone) slot.byComponent.delete(component);
-    if (slot.list.length === 0) byNumber.delete(version);
+  const create = (fw: FirmwareBundle['firmwares'][number], why?: 'dependent' | 'top'): Accumulated => {
+    const first: string[] = [];
+    const acc: Accumulated = {
+      record: {
+        version_number: fw.version_number,
+        component_name: fw.component_name,
+        firmware_id: fw.firmware_id ?? null,
+        is_deactivated: fw.is_deactivated ?? null,
+        uncompressed_size: fw.uncompressed_size ?? null,
+        dependencies: fw.dependencies ?? [],
+        bundles: first,
+      },
+      first,
+      ...(why === 'top' ? { top: true } : {}),
+    };
+    spend(recordSize(acc.record));
+    return acc;
   };
   for await (const page of pages) {
     pageCount++;
     for (const bundle of page) {
       for (const fw of bundle.firmwares) {
         let why: 'dependent' | 'top' | undefined;
-        if (opts.versions !== undefined && !opts.versions.has(fw.version_number)) {
+        if (versions !== undefined && !versions.has(fw.version_number)) {
           why = keepForDependencies(fw);
           if (why === undefined) continue;
         }
-        let slot = byNumber.get(fw.version_number);
-        if (!slot) {
-          slot = { list: [], byId: new Map(), byComponent: new Map() };
-          byNumber.set(fw.version_number, slot);
+        const held = byNumber.get(fw.version_number);
+        if (held === undefined) {
+          const acc = create(fw, why);
+          addBundle(acc, bundle.version);
+          byNumber.set(fw.version_number, acc);
+          continue;
         }
+        if ('record' in held) {
+          const r = held.record;
+          if ((fw.firmware_id != null && r.firmware_id === fw.firmware_id) || r.component_name === fw.component_name) {
+            addBundle(held, bundle.version);
+            continue;
+          }
+        }
+        const slot = 'record' in held ? slotOf(held) : held;
+        if (slot !== held) byNumber.set(fw.version_number, slot);
         const same = (fw.firmware_id != null ? slot.byId.get(fw.firmware_id) : undefined) ?? slot.byComponent.get(fw.component_name);
         if (same) {
           addBundle(same, bundle.version);
           continue;
         }
         if (slot.list.length >= MAX_RECORDS_PER_VERSION) continue;
-        const acc: Accumulated = {
-          record: {
-            version_number: fw.version_number,
-            component_name: fw.component_name,
-            firmware_id: fw.firmware_id ?? null,
-            is_deactivated: fw.is_deactivated ?? null,
-            uncompressed_size: fw.uncompressed_size ?? null,
-            dependencies: fw.dependencies ?? [],
-          },
-          first: [],
-          ...(why === 'top' ? { top: true } : {}),
-        };
-        spend(recordSize(acc.record));
+        const acc = create(fw, why);
         addBundle(acc, bundle.version);
         slot.list.push(acc);
         if (fw.firmware_id != null) slot.byId.set(fw.firmware_id, acc);
@@ -264,11 +308,12 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     }
   }
   const out = new Map<string, readonly LiveFirmware[]>();
-  for (const number of [...byNumber.keys()].sort()) {
-    const records = byNumber.get(number)!.list
-      .map((r): LiveFirmware => ({ ...r.record, bundles: r.declared === undefined ? r.first : [...new Set([...r.first, ...r.declared])].sort() }))
-      .sort((a, b) => (a.component_name < b.component_name ? -1 : a.component_name > b.component_name ? 1 : 0));
-    out.set(number, records);
+  const done = (acc: Accumulated): LiveFirmware => {
+    if (acc.declared !== undefined) acc.record.bundles = [...new Set([...acc.first, ...acc.declared])].sort();
+    return acc.record;
+  };
+  for (const [number, held] of byNumber) {
+    out.set(number, 'record' in held ? [done(held)] : held.list.map(done).sort(byComponentName));
   }
   return out;
 }

@@ -1,22 +1,51 @@
-// Per-tenant adaptive concurrency (AIMD): a rate-limited server gets fewer requests in flight
-// instead of the same burst again; the limit grows back one step at a time once it is quiet.
+// Per-tenant adaptive concurrency (AIMD). The limit starts at `start` and moves between a floor
+// and a ceiling: one more request in flight after `limit` consecutive answers whose latency
+// held (additive increase), half as many after a 429 or a 5xx, three quarters after an answer
+// whose latency grew well past the best seen (multiplicative decrease). With 20 ms of latency a
+// fixed 8 in flight is a ceiling of 400 requests a second however fast the server is; a
+// rate-limited or struggling server gets fewer requests instead of the same burst again.
+
+export interface AimdOptions {
+  /** The floor: the limit never goes below it (default 1). */
+  readonly min?: number;
+  /** The ceiling: the limit never grows above it (default `start`: only adapts down, as before). */
+  readonly max?: number;
+}
+
+/** An answer slower than LATENCY_FACTOR × the baseline plus LATENCY_SLACK_MS means the server (or this process) queues. */
+export const LATENCY_FACTOR = 2;
+export const LATENCY_SLACK_MS = 10;
+/** How fast the baseline follows latencies above it (1/64 of the gap per answer): a changed network is learnt, a queue is not. */
+const BASELINE_DRIFT = 1 / 64;
 
 export class AimdLimiter {
   private limitNow: number;
   private inFlight = 0;
   private successes = 0;
   private generation = 0;
+  private baselineMs: number | undefined;
   private readonly waiters: Array<() => void> = [];
+  readonly min: number;
+  readonly max: number;
 
-  constructor(readonly max: number) {
-    if (!Number.isInteger(max) || max < 1) throw new RangeError(`concurrency must be a positive integer, got ${max}`);
-    this.limitNow = max;
+  constructor(start: number, opts: AimdOptions = {}) {
+    const positive = (what: string, n: number): number => {
+      if (!Number.isInteger(n) || n < 1) throw new RangeError(`${what} must be a positive integer, got ${n}`);
+      return n;
+    };
+    positive('concurrency', start);
+    this.min = positive('the concurrency floor', opts.min ?? 1);
+    this.max = positive('the concurrency ceiling', opts.max ?? start);
+    if (this.min > this.max) throw new RangeError(`the concurrency floor (${this.min}) is above the ceiling (${this.max})`);
+    this.limitNow = Math.min(this.max, Math.max(this.min, start));
   }
 
   get limit(): number { return this.limitNow; }
   get active(): number { return this.inFlight; }
   /** Changes on every decrease; a request remembers it when it starts. */
   get epoch(): number { return this.generation; }
+  /** The latency the limit is judged against: the best seen, drifting up slowly; undefined before any answer. */
+  get baseline(): number | undefined { return this.baselineMs; }
 
   async acquire(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
@@ -45,8 +74,22 @@ export class AimdLimiter {
     this.drain();
   }
 
-  /** Additive increase: one more slot after `limit` consecutive successes, never above max. */
-  onSuccess(): void {
+  /**
+   * An answer that was not a 429 or a 5xx, which took `latencyMs` (unknown: counted as held).
+   * Additive increase: one more slot after `limit` consecutive answers whose latency held,
+   * never above the ceiling. An answer slower than LATENCY_FACTOR × the baseline (plus
+   * LATENCY_SLACK_MS) takes the limit down to three quarters, once per epoch like a 429.
+   */
+  onSuccess(latencyMs?: number, startedEpoch: number = this.generation): void {
+    if (latencyMs !== undefined && Number.isFinite(latencyMs) && latencyMs >= 0) {
+      const base = this.baselineMs;
+      if (base === undefined || latencyMs < base) this.baselineMs = latencyMs;
+      else this.baselineMs = base + (latencyMs - base) * BASELINE_DRIFT;
+      if (base !== undefined && latencyMs > LATENCY_FACTOR * base + LATENCY_SLACK_MS) {
+        this.decrease(startedEpoch, (n) => Math.floor((n * 3) / 4));
+        return;
+      }
+    }
     if (this.limitNow >= this.max) return;
     this.successes++;
     if (this.successes >= this.limitNow) {
@@ -59,13 +102,15 @@ export class AimdLimiter {
   /**
    * Multiplicative decrease on 429. A burst of requests that all started under the same limit
    * counts as one signal (pass the epoch the request started in), as TCP halves once per window:
-   * eight parallel 429s halve the limit once, not down to 1.
+   * eight parallel 429s halve the limit once, not down to the floor.
    */
   onRateLimited(startedEpoch: number = this.generation): void {
-    if (startedEpoch !== this.generation) return;
-    this.limitNow = Math.max(1, Math.floor(this.limitNow / 2));
-    this.successes = 0;
-    this.generation++;
+    this.decrease(startedEpoch, (n) => Math.floor(n / 2));
+  }
+
+  /** A 5xx (or no answer at all): the server struggles, as with a 429. */
+  onServerError(startedEpoch: number = this.generation): void {
+    this.decrease(startedEpoch, (n) => Math.floor(n / 2));
   }
 
   async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
@@ -75,6 +120,13 @@ export class AimdLimiter {
     } finally {
       this.release();
     }
+  }
+
+  private decrease(startedEpoch: number, to: (limit: number) => number): void {
+    if (startedEpoch !== this.generation) return;
+    this.limitNow = Math.max(this.min, to(this.limitNow));
+    this.successes = 0;
+    this.generation++;
   }
 
   private drain(): void {

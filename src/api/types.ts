@@ -4,6 +4,8 @@ import type { Action, FirmwareBundle, FirmwareUpdate, PhaseSpec } from '../model
 
 export interface TenantClient {
   readonly tenant: string;
+  /** Requests in flight the tenant's adaptive limit allows now (absent: no adaptive limit, e.g. a test double). */
+  readonly concurrencyNow?: () => number;
   /** Every bundle, following DRF `next` links until null. */
   listBundles(signal?: AbortSignal): Promise<FirmwareBundle[]>;
   /** Streams pages of bundles so that a large tenant is not held twice in memory. */
@@ -44,7 +46,10 @@ export interface ApiClientOptions {
   /** Reading the whole live state of a run (every page, every action). */
   readonly fetchTimeoutMs?: number;
   readonly maxRetries?: number;
-  /** Starting (and maximum) number of requests in flight per tenant. */
+  /** Starting number of requests in flight per tenant (also the ceiling unless maxConcurrency says otherwise). */
   readonly concurrency?: number;
+  /** The floor and ceiling the per-tenant limit adapts between (AIMD on latency, 429 and 5xx). */
+  readonly minConcurrency?: number;
+  readonly maxConcurrency?: number;
   readonly userAgent?: string;
 }

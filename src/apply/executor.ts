@@ -87,10 +87,35 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
   const chains = chainsOf(plan.changes);
   const run: Run = { deps, total: plan.changes.length, results: new Map(), diverged: [], done: 0, anyFailed: false, lockLost: undefined };
   let next = 0;
+  // Chains of a tenant running at once follow its client's adaptive limit (deps.concurrency is
+  // the ceiling): more workers than the limit would read objects long before their writes get a
+  // slot. A chain is one object's changes, in order (an action's appends one after another),
+  // whatever the limit does.
+  const running = new Map<string, number>();
+  let waiting: Array<() => void> = [];
+  const wakeAll = (): void => {
+    const w = waiting;
+    waiting = [];
+    for (const wake of w) wake();
+  };
   const worker = async (): Promise<void> => {
     while (next < chains.length) {
-      const chain = chains[next++]!;
-      await runChain(chain, run);
+      const chain = chains[next]!;
+      const tenant = chain.changes[0]?.tenant ?? '';
+      const limit = deps.client.tenant(tenant).concurrencyNow?.() ?? Infinity;
+      const now = running.get(tenant) ?? 0;
+      if (now >= limit) {
+        await new Promise<void>((resolve) => waiting.push(resolve));
+        continue;
+      }
+      next++;
+      running.set(tenant, now + 1);
+      try {
+        await runChain(chain, run);
+      } finally {
+        running.set(tenant, (running.get(tenant) ?? 1) - 1);
+        wakeAll();
+      }
     }
   };
   const width = Math.max(1, Math.min(Math.floor(deps.concurrency) || 1, chains.length));

@@ -20,7 +20,7 @@ import { windowHold } from '../core/windows.js';
 import { safeText } from '../core/render/ansi.js';
 import { redactDeep } from '../redact.js';
 import { liveProgress } from './progress.js';
-import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, concurrencyFlags, connectConcurrency, useColor, type ConcurrencyFlags, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 import { onInterrupt } from './interrupt.js';
 import { writeJsonError } from './json-error.js';
@@ -30,7 +30,9 @@ interface ApplyFlags {
   /** text: the plan and the report on stdout; json: the report as one JSON document, the plan on stderr. */
   format?: 'text' | 'json';
   autoApprove?: boolean;
+  /** The ceiling of requests in flight per tenant (the width of reads and writes); set from `adaptive`. */
   concurrency: number;
+  adaptive: ConcurrencyFlags;
   maxChanges?: number;
   maxDeactivations?: number;
   allowLarge?: boolean;
@@ -44,7 +46,8 @@ interface ApplyFlags {
 }
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions, args: string[]): Promise<number> {
-  const opts = rawOpts as unknown as ApplyFlags;
+  const adaptive = concurrencyFlags(rawOpts);
+  const opts = { ...rawOpts, adaptive, concurrency: adaptive.max } as unknown as ApplyFlags;
   const { config, filter, log } = await setup(globals);
   if (config.suspend) {
     throw new UserError('writes are suspended by "suspend: true" in the config; nothing was written');
@@ -76,7 +79,7 @@ async function applyCommand(planFile: string | undefined, config: ResolvedConfig
   const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
   const progress = liveProgress(desired);
   const client = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals), ...progress.hooks,
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, ...connectConcurrency(opts.adaptive), limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
     return await withApplyLock({ ...options, tenants: tenantsOf(desired), ...(revision ? { revision } : {}) }, client, async (locked) => {
@@ -127,7 +130,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
   const desired = desiredFromFingerprints(saved);
   const progress = liveProgress(desired);
   const client: ApiClient = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, concurrency: opts.concurrency, limits: apiLimitFlags(globals), ...progress.hooks,
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, ...connectConcurrency(opts.adaptive), limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
     // The journal's intents name the revision the plan was made from, not today's checkout.

@@ -39,6 +39,37 @@ export function configEnv(globals: GlobalOptions, env: NodeJS.ProcessEnv = proce
 }
 
 /** The response bounds the flags set; the config's api.* fill in what they leave out. */
+/** Requests in flight per tenant: where the adaptive limit starts, its floor and its ceiling. */
+export interface ConcurrencyFlags {
+  readonly start: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** Without flags, the limit starts at 8 and adapts between 1 and 64. */
+export const DEFAULT_CONCURRENCY: ConcurrencyFlags = { start: 8, min: 1, max: 64 };
+
+/**
+ * --concurrency, --min-concurrency and --max-concurrency (range-checked by their parsers). An
+ * explicit --concurrency N is, as it always was, the most in flight (the limit starts there and
+ * only adapts down) unless --max-concurrency raises the ceiling.
+ */
+export function concurrencyFlags(opts: Record<string, unknown>): ConcurrencyFlags {
+  const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+  const given = num(opts.concurrency);
+  const max = num(opts.maxConcurrency) ?? given ?? DEFAULT_CONCURRENCY.max;
+  const min = num(opts.minConcurrency) ?? DEFAULT_CONCURRENCY.min;
+  const start = given ?? Math.min(max, Math.max(min, DEFAULT_CONCURRENCY.start));
+  if (min > max) throw new UserError(`--min-concurrency ${min} is above the ceiling of ${max} (--max-concurrency, or --concurrency when given alone)`);
+  if (start < min || start > max) throw new UserError(`--concurrency ${start} is outside --min-concurrency ${min} to --max-concurrency ${max}`);
+  return { start, min, max };
+}
+
+/** What connect() takes of them. */
+export function connectConcurrency(c: ConcurrencyFlags): { concurrency: number; minConcurrency: number; maxConcurrency: number } {
+  return { concurrency: c.start, minConcurrency: c.min, maxConcurrency: c.max };
+}
+
 export function apiLimitFlags(globals: GlobalOptions): ApiLimits {
   return {
     ...(globals.maxResponseSize !== undefined ? { maxResponseBytes: globals.maxResponseSize } : {}),

@@ -10,7 +10,7 @@ import { renderMarkdown } from '../core/render/markdown.js';
 import { toSavedPlan } from '../apply/saved-plan.js';
 import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
-import { apiLimitFlags, useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, concurrencyFlags, connectConcurrency, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 import { liveProgress } from './progress.js';
 import { keysInLive, placeholdersInWrites, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
@@ -58,15 +58,16 @@ function savePlan(path: string, text: string): void {
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const opts = rawOpts as unknown as PlanFlags;
+  const concurrency = concurrencyFlags(rawOpts);
   const { config, filter, log } = await setup(globals);
   const desired = await loadOrThrow(config, filter);
   const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
   const progress = liveProgress(desired);
   const client = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, limits: apiLimitFlags(globals), ...progress.hooks,
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, ...connectConcurrency(concurrency), limits: apiLimitFlags(globals), ...progress.hooks,
   });
   try {
-    const { live, plan } = await progress.during(() => fetchAndPlan(client, desired, 8, undefined, rolloutControl(config, log, opts)));
+    const { live, plan } = await progress.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts)));
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     // Only the markdown flowcharts show live values beyond the plan (live phase names).

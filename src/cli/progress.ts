@@ -56,8 +56,12 @@ export function liveProgress(desired: DesiredState, opts: ProgressOptions = {}):
   const stream = opts.stream ?? process.stderr;
   const now = opts.now ?? Date.now;
   const tty = stream.isTTY === true;
-  const tenants = [...new Set([...desired.firmwares, ...desired.actions].map((o) => o.tenant))].sort();
-  const listing = new Set(desired.firmwares.map((f) => f.tenant));
+  // Loops, not spreads and maps: 200,000 declared firmwares made two arrays of them (0.5 s of plan).
+  const listing = new Set<string>();
+  for (const f of desired.firmwares) listing.add(f.tenant);
+  const all = new Set(listing);
+  for (const a of desired.actions) all.add(a.tenant);
+  const tenants = [...all].sort();
   const actionsWanted = desired.actions.length;
 
   let running = false;

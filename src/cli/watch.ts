@@ -13,13 +13,13 @@ import { StatusBoard } from '../agent/status-page.js';
 import { VERSION } from '../version.js';
 import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
-import { apiLimitFlags, configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
+import { apiLimitFlags, concurrencyFlags, configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
 
 export async function run(opts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   // Parsed and range-checked by the option parsers (src/cli/main.ts).
   const intervalFlag = typeof opts.interval === 'number' ? opts.interval : undefined;
   const graceMs = typeof opts.grace === 'number' ? opts.grace : 20_000;
-  const concurrency = typeof opts.concurrency === 'number' ? opts.concurrency : 8;
+  const concurrency = concurrencyFlags(opts);
   const env = configEnv(globals);
   const dryRun = opts.dryRun === true;
   const cwd = process.cwd();
@@ -64,7 +64,9 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     env,
     filter: { tenants: globals.tenant, selector: parseSelector(globals.selector) },
     dryRun,
-    concurrency,
+    concurrency: concurrency.max,
+    startConcurrency: concurrency.start,
+    minConcurrency: concurrency.min,
     journal: typeof opts.journal === 'string' ? opts.journal : undefined,
     allowBrokenDependencies: opts.allowBrokenDependencies === true,
     ignoreWindows: opts.ignoreWindows === true,

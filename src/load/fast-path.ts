@@ -35,12 +35,45 @@ function loadJsYaml(): JsYaml | null {
 const SPECIAL = /(^|[\s[{,:-])[&*!][^\s]|^%|<</m;
 const SEPARATOR = /^---[ \t]*(#.*)?$/;
 
+/**
+ * A document's lines: lines[start..end) of the file's lines, shared by all its documents (a
+ * copy per document was most of the fast path's garbage).
+ */
 interface Region {
   /** 0-based line index of the first content line. */
   readonly first: number;
+  /** The file's lines. */
   readonly lines: readonly string[];
-  /** 0-based index of lines[0] in the file. */
-  readonly offset: number;
+  /** 0-based index of the region's first line in the file (a separator's next line). */
+  readonly start: number;
+  /** 0-based index past the region's last line. */
+  readonly end: number;
+}
+
+const SPEC_LINE = /^spec:[ \t]*(#.*)?$/;
+const PHASES_LINE = /^ *phases:[ \t]*(#.*)?$/;
+/** One RegExp per identity field, made once (it was made for every document). */
+const IDENTITY_LINE = new Map<string, RegExp>();
+
+function identityLine(field: string): RegExp {
+  let re = IDENTITY_LINE.get(field);
+  if (re === undefined) {
+    re = new RegExp(`^(\\s+)(${field}[ \\t]*:[ \\t]*)(?=[^\\s#])`);
+    IDENTITY_LINE.set(field, re);
+  }
+  return re;
+}
+
+/** Spaces at the start of a line. */
+function leadingSpaces(line: string): number {
+  let i = 0;
+  while (line.charCodeAt(i) === 32) i++;
+  return i;
+}
+
+/** Whitespace (space, tab...) at the start of a line, as /^\s/ sees it. */
+function startsWithSpace(line: string): boolean {
+  return line.length > 0 && /\s/.test(line[0]!);
 }
 
 export function fastParseFile(file: SourceFile, shown: string, config: ResolvedConfig): ParsedFile | undefined {
@@ -71,22 +104,23 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
 
 /** The documents' line ranges, or undefined when the layout is anything but plain `---` lines. */
 function contentRegions(text: string): Region[] | undefined {
-  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  const split = text.split('\n');
+  const lines = text.includes('\r') ? split.map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l)) : split;
   const regions: Region[] = [];
   let start = 0;
   const close = (end: number): boolean => {
-    const chunk = lines.slice(start, end);
-    const first = chunk.findIndex((l) => !isBlankOrComment(l));
-    if (first >= 0) {
+    let first = start;
+    while (first < end && isBlankOrComment(lines[first]!)) first++;
+    if (first < end) {
       // Content must start at column 1, as yaml's documents do in every file we accept here.
-      if (/^\s/.test(chunk[first]!)) return false;
-      regions.push({ first: start + first, lines: chunk, offset: start });
+      if (startsWithSpace(lines[first]!)) return false;
+      regions.push({ first, lines, start, end });
     }
     return true;
   };
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
-    if (SEPARATOR.test(line)) {
+    if (line.charCodeAt(0) === 45 /* - */ && SEPARATOR.test(line)) {
       if (!close(i)) return undefined;
       start = i + 1;
     } else if (line.startsWith('---') || line.startsWith('...')) {
@@ -97,8 +131,20 @@ function contentRegions(text: string): Region[] | undefined {
 }
 
 function isBlankOrComment(line: string): boolean {
+  const c = line.charCodeAt(0);
+  // Most lines start with a letter: no trimming for them.
+  if (c !== 32 && c !== 9 && c !== 35 && line.length > 0 && !/\s/.test(line[0]!)) return false;
   const t = line.trimStart();
   return t === '' || t.startsWith('#');
+}
+
+/** The line index of the document's block `spec:` line, or -1. */
+function specLine(region: Region): number {
+  for (let i = region.start; i < region.end; i++) {
+    const line = region.lines[i]!;
+    if (line.startsWith('spec:') && SPEC_LINE.test(line)) return i;
+  }
+  return -1;
 }
 
 function fastDocument(value: unknown, region: Region, index: number, file: string, config: ResolvedConfig): ParsedDocument | undefined {
@@ -129,33 +175,33 @@ function fastDocument(value: unknown, region: Region, index: number, file: strin
  */
 function phaseLocations(region: Region, count: number, file: string): SourceLocation[] | undefined {
   const lines = region.lines;
-  const spec = lines.findIndex((l) => /^spec:[ \t]*(#.*)?$/.test(l));
+  const spec = specLine(region);
   if (spec < 0) return undefined;
   let keyIndent: number | undefined;
   let phasesLine = -1;
-  for (let i = spec + 1; i < lines.length; i++) {
+  for (let i = spec + 1; i < region.end; i++) {
     const line = lines[i]!;
     if (isBlankOrComment(line)) continue;
-    const indent = /^ */.exec(line)![0].length;
+    const indent = leadingSpaces(line);
     if (indent === 0) break;
     keyIndent ??= indent;
     if (indent !== keyIndent) continue;
-    if (/^ *phases:[ \t]*(#.*)?$/.test(line)) { phasesLine = i; break; }
+    if (PHASES_LINE.test(line)) { phasesLine = i; break; }
   }
   if (phasesLine < 0 || keyIndent === undefined) return count === 0 ? [] : undefined;
   const found: SourceLocation[] = [];
   let itemIndent: number | undefined;
-  for (let i = phasesLine + 1; i < lines.length; i++) {
+  for (let i = phasesLine + 1; i < region.end; i++) {
     const line = lines[i]!;
     if (isBlankOrComment(line)) continue;
-    const indent = /^ */.exec(line)![0].length;
+    const indent = leadingSpaces(line);
     if (indent < keyIndent || (indent === keyIndent && !line.startsWith('-', indent))) break;
     itemIndent ??= indent;
     if (indent < itemIndent) return undefined;
     if (indent > itemIndent) continue;
     const m = /^(-[ ]+)(?=[^\s#])/.exec(line.slice(indent));
     if (!m) return undefined;
-    found.push({ file, line: region.offset + i + 1, column: indent + m[1]!.length + 1 });
+    found.push({ file, line: i + 1, column: indent + m[1]!.length + 1 });
   }
   return found.length === count ? found : undefined;
 }
@@ -174,19 +220,19 @@ function plainValues(v: unknown): boolean {
  */
 function identityLocation(region: Region, field: string, file: string): SourceLocation | undefined {
   const lines = region.lines;
-  const spec = lines.findIndex((l) => /^spec:[ \t]*(#.*)?$/.test(l));
+  const spec = specLine(region);
   if (spec < 0) return undefined;
   let indent: string | undefined;
-  const re = new RegExp(`^(\\s+)(${field}[ \\t]*:[ \\t]*)(?=[^\\s#])`);
-  for (let i = spec + 1; i < lines.length; i++) {
+  const re = identityLine(field);
+  for (let i = spec + 1; i < region.end; i++) {
     const line = lines[i]!;
     if (isBlankOrComment(line)) continue;
-    if (!/^\s/.test(line)) break;
+    if (!startsWithSpace(line)) break;
     const lead = /^\s*/.exec(line)![0];
     indent ??= lead;
     if (lead !== indent) continue;
     const m = re.exec(line);
-    if (m) return { file, line: region.offset + i + 1, column: m[1]!.length + m[2]!.length + 1 };
+    if (m) return { file, line: i + 1, column: m[1]!.length + m[2]!.length + 1 };
   }
   return undefined;
 }

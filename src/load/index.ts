@@ -255,7 +255,10 @@ function included(o: DesiredObject, filter: LoadFilter | undefined): boolean {
 /** Pure: the cross-file checks (an identity defined twice) and the DesiredState. */
 export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, filter?: LoadFilter): LoadResult {
   void config;
-  const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  // The files come sorted from listResourceFiles (and watch's cache keeps them so): check in one
+  // pass before sorting a copy.
+  const byPath = (a: ParsedFile, b: ParsedFile): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  const sorted = inOrder(files, byPath) ? files : [...files].sort(byPath);
   const issues: ConfigIssue[] = sorted.flatMap((f) => f.issues);
   const firstSeen = new Map<string, SourceLocation>();
   const firmwares: DesiredFirmware[] = [];
@@ -279,13 +282,40 @@ export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, f
       else actions.push(o);
     }
   }
-  firmwares.sort((a, b) => cmp(a.tenant, b.tenant) || cmp(a.spec.version_number, b.spec.version_number));
-  actions.sort((a, b) => cmp(a.tenant, b.tenant) || a.id - b.id);
+  sortFirmwares(firmwares);
+  const byId = (a: DesiredAction, b: DesiredAction): number => cmp(a.tenant, b.tenant) || a.id - b.id;
+  if (!inOrder(actions, byId)) actions.sort(byId);
   return { desired: { firmwares, actions, files: sorted.map((f) => f.path) }, issues: sortIssues(issues) };
 }
 
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function inOrder<T>(items: readonly T[], compare: (a: T, b: T) => number): boolean {
+  for (let i = 1; i < items.length; i++) if (compare(items[i - 1]!, items[i]!) > 0) return false;
+  return true;
+}
+
+/**
+ * By tenant, then version number (unique within a tenant once duplicates are dropped). Each
+ * tenant's firmwares are sorted on their own with a single string comparison: the two-key
+ * comparator over all 200,000 documents took a quarter of a second of every pass.
+ */
+function sortFirmwares(firmwares: DesiredFirmware[]): void {
+  const byVersion = (a: DesiredFirmware, b: DesiredFirmware): number => cmp(a.spec.version_number, b.spec.version_number);
+  const byTenant = new Map<string, DesiredFirmware[]>();
+  for (const f of firmwares) {
+    let list = byTenant.get(f.tenant);
+    if (list === undefined) byTenant.set(f.tenant, list = []);
+    list.push(f);
+  }
+  let i = 0;
+  for (const tenant of [...byTenant.keys()].sort()) {
+    const list = byTenant.get(tenant)!;
+    if (!inOrder(list, byVersion)) list.sort(byVersion);
+    for (const f of list) firmwares[i++] = f;
+  }
 }
 
 export function loadDocuments(files: readonly SourceFile[], config: ResolvedConfig, filter?: LoadFilter): LoadResult {

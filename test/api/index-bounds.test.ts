@@ -63,3 +63,34 @@ describe('indexFirmwares keeps a bounded share', () => {
     await expect(indexFirmwares(pages(), { budget, tenant: 'globex' })).rejects.toThrow(/^the firmware records of tenant globex /);
   });
 });
+
+describe('a declared deactivation keeps what its dependency check needs, not the whole tenant', () => {
+  it('keeps the active dependents and each component\'s highest active versions (the deactivations plus one), with a flat budget', async () => {
+    async function* pages(): AsyncGenerator<FirmwareBundle[]> {
+      for (let p = 0; p < 200; p++) {
+        const fws = [
+          // Ever-higher versions of bootloader: only the two highest stay.
+          firmware(`1.${p}.0`, 'bootloader'),
+          // Inactive ones never satisfy anything.
+          firmware(`9.${p}.0`, 'bootloader', { is_deactivated: true }),
+          // Filler of other components, no dependencies: one (the highest) each.
+          firmware(`0.0.${p}`, `filler-${p % 5}`),
+        ];
+        if (p === 3) fws.push(firmware('2.4.1', 'modem', { dependencies: [{ component_name: 'bootloader', min_version: '1.2.0' }] }));
+        if (p === 7) fws.push(firmware('1.0.0', 'bootloader', { firmware_id: ID }));
+        yield [bundle(`b${p}`, fws)] as unknown as FirmwareBundle[];
+      }
+    }
+    const budget = recordsBudget(64 * 1024);
+    const index = await indexFirmwares(pages(), { versions: new Set(['1.0.0']), satisfiers: 2, budget });
+    const kept = [...index.values()].flat().map((r) => `${r.component_name} ${r.version_number}`).sort();
+    expect(kept).toEqual([
+      'bootloader 1.0.0', 'bootloader 1.198.0', 'bootloader 1.199.0',
+      'filler-0 0.0.195', 'filler-0 0.0.190', 'filler-1 0.0.196', 'filler-1 0.0.191', 'filler-2 0.0.197', 'filler-2 0.0.192',
+      'filler-3 0.0.198', 'filler-3 0.0.193', 'filler-4 0.0.199', 'filler-4 0.0.194',
+      'modem 2.4.1',
+    ].sort());
+    // Evicted records were given back: what is spent is what is kept.
+    expect(budget.limit - budget.left).toBeLessThan(14 * (RECORD_OVERHEAD + 200));
+  });
+});

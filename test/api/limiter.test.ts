@@ -91,3 +91,68 @@ describe('AimdLimiter', () => {
     expect(() => new AimdLimiter(0)).toThrow(RangeError);
   });
 });
+
+describe('AimdLimiter between a floor and a ceiling, on latency', () => {
+  it('starts at the start, grows while latency holds, up to the ceiling and not beyond', () => {
+    const l = new AimdLimiter(8, { min: 2, max: 12 });
+    expect(l.limit).toBe(8);
+    for (let i = 0; i < 8; i++) l.onSuccess(20);
+    expect(l.limit).toBe(9);
+    for (let i = 0; i < 200; i++) l.onSuccess(21);
+    expect(l.limit).toBe(12);
+  });
+
+  it('an answer much slower than the best seen takes the limit to three quarters, once per epoch', () => {
+    const l = new AimdLimiter(16, { max: 64 });
+    l.onSuccess(20);
+    const started = l.epoch;
+    // 2 × 20 ms + 10 ms of slack still holds; 51 ms does not.
+    l.onSuccess(50, started);
+    expect(l.limit).toBe(16);
+    for (let i = 0; i < 8; i++) l.onSuccess(200, started);
+    expect(l.limit).toBe(12);
+    l.onSuccess(200, l.epoch);
+    expect(l.limit).toBe(9);
+  });
+
+  it('halves on a 5xx as on a 429, and never below the floor', () => {
+    const l = new AimdLimiter(16, { min: 3, max: 32 });
+    l.onServerError();
+    expect(l.limit).toBe(8);
+    l.onRateLimited();
+    l.onServerError();
+    l.onServerError();
+    expect(l.limit).toBe(3);
+  });
+
+  it('the baseline follows a lasting change of latency slowly, and a faster answer at once', () => {
+    const l = new AimdLimiter(4, { max: 4 });
+    l.onSuccess(100);
+    l.onSuccess(10);
+    expect(l.baseline).toBe(10);
+    l.onSuccess(26);
+    expect(l.baseline).toBeCloseTo(10.25);
+  });
+
+  it('refuses a floor above the ceiling and a start outside them is clamped', () => {
+    expect(() => new AimdLimiter(4, { min: 8, max: 6 })).toThrow(/floor \(8\) is above the ceiling \(6\)/);
+    expect(new AimdLimiter(100, { max: 64 }).limit).toBe(64);
+    expect(new AimdLimiter(1, { min: 2, max: 64 }).limit).toBe(2);
+  });
+
+  it('grows past a fixed 8 when answers keep their latency: 20 ms answers reach the ceiling of 64', async () => {
+    const l = new AimdLimiter(8, { max: 64 });
+    let most = 0;
+    const one = async (): Promise<void> => {
+      await l.run(async () => {
+        most = Math.max(most, l.active);
+        await new Promise((r) => setTimeout(r, 1));
+      });
+      l.onSuccess(20);
+    };
+    let left = 3000;
+    await Promise.all(Array.from({ length: 64 }, async () => { while (left-- > 0) await one(); }));
+    expect(l.limit).toBe(64);
+    expect(most).toBeGreaterThan(8);
+  });
+});

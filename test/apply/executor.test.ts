@@ -426,3 +426,40 @@ describe('executePlan', () => {
 function rateLimited(): Error {
   return new ApiError('append_phase answered 429', { status: 429, retryable: true, outcome: 'not-sent' });
 }
+
+describe('executePlan under an adaptive limit', () => {
+  /** The fake, with a per-tenant limit the test moves as an AIMD limiter would. */
+  function adaptive(api: FakeApi, limit: { now: number }) {
+    return { tenant: (name: string) => ({ ...api.tenant(name), concurrencyNow: () => limit.now }) };
+  }
+
+  it('runs no more chains of a tenant than its limit allows now, however wide the ceiling, and keeps each action\'s appends in order', async () => {
+    const api = fakeWith({ latencyTurns: 5 });
+    const changes: Change[] = Array.from({ length: 30 }, (_, i) => firmware('acme', `1.0.${i}`, api));
+    for (let a = 0; a < 6; a++) {
+      api.addAction('acme', a);
+      changes.push(phaseChange('acme', a, 2, phase('p2')), phaseChange('acme', a, 0, phase('p0')), phaseChange('acme', a, 1, phase('p1')));
+    }
+    const limit = { now: 2 };
+    const report = await executePlan(planOf(changes), { ...deps(api, { concurrency: 64 }), client: adaptive(api, limit) });
+    expect(report.applied).toBe(48);
+    expect(api.maxInFlight).toBe(2);
+    for (let a = 0; a < 6; a++) expect(api.phases('acme', a).map((p) => p.name)).toEqual(['p0', 'p1', 'p2']);
+    expect(api.violations).toEqual([]);
+  });
+
+  it('follows the limit as it grows during the run, up to the ceiling', async () => {
+    const api = fakeWith({ latencyTurns: 5 });
+    const changes: Change[] = Array.from({ length: 60 }, (_, i) => firmware('acme', `1.0.${i}`, api));
+    const limit = { now: 1 };
+    const grow = setInterval(() => { limit.now = Math.min(limit.now + 1, 40); }, 0);
+    try {
+      const report = await executePlan(planOf(changes), { ...deps(api, { concurrency: 5 }), client: adaptive(api, limit) });
+      expect(report.applied).toBe(60);
+    } finally {
+      clearInterval(grow);
+    }
+    expect(api.maxInFlight).toBeLessThanOrEqual(5);
+    expect(api.maxInFlight).toBeGreaterThan(1);
+  });
+});

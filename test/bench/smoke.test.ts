@@ -23,11 +23,11 @@ describe('bench/run.mjs --smoke', () => {
   it('runs every benchmark to the end and prints the table', async () => {
     const { code, stdout, stderr } = await runSmoke();
     expect(code, stderr.slice(-3000)).toBe(0);
-    expect(stdout).toContain('| benchmark | dus-sync | baseline | ratio | budget | met |');
+    expect(stdout).toContain('| work | dus-sync | floor | ratio | goal | met |');
     for (const name of [
-      'cold start: --version', 'cold start: --help', 'cold start: validate examples/', 'validate 200 documents',
-      'plan, 200 firmwares', 'apply, 20 PUTs + 10 appends', 'plan peak RSS at 200 records', 'plan peak RSS at 400 records',
-      'RSS growth vs records growth', 'watch: save to applied',
+      'cold start: --version', 'cold start: --help', 'cold start: validate examples/', 'validate 205 documents',
+      'plan, 200 records', 'plan, 400 records', 'plan peak RSS at 400 records', 'apply 30 changes, no latency',
+      'apply 30 changes, 20 ms latency', 'watch: save to applied, 400 records', 'watch peak RSS at 400 records',
     ]) {
       expect(stdout).toMatch(new RegExp(`^\\| ${name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`, 'm'));
     }

@@ -194,18 +194,22 @@ describe('--concurrency', () => {
   // Issue 13 found the parser and apply contradicting each other ("0 or more" and "at least 1");
   // commit 380a1fe (src/limits.ts, one range for apply and watch) fixed it. This keeps it so,
   // in the refusal and in --help.
-  it('apply and watch refuse the same values with the same sentence and document the same range', async () => {
+  it('plan, apply and watch refuse the same values with the same sentence and document the same range', async () => {
     const dir = writeTree({ 'a.yaml': FIRMWARE_HEAD });
-    for (const bad of ['0', '65', '1.5', 'x']) {
-      const [apply, watch] = await Promise.all(['apply', 'watch'].map((c) => runCli([c, '--concurrency', bad], { cwd: dir })));
-      expect(apply!.stderr, bad).toBe(`error: --concurrency takes a whole number from 1 to 64, not "${bad}".\n`);
-      expect(watch!.stderr, bad).toBe(apply!.stderr);
-      expect([apply!.code, watch!.code]).toEqual([1, 1]);
+    for (const flag of ['--concurrency', '--min-concurrency', '--max-concurrency']) {
+      for (const bad of ['0', '65', '1.5', 'x']) {
+        const [plan, apply, watch] = await Promise.all(['plan', 'apply', 'watch'].map((c) => runCli([c, flag, bad], { cwd: dir })));
+        expect(apply!.stderr, bad).toBe(`error: ${flag} takes a whole number from 1 to 64, not "${bad}".\n`);
+        expect(watch!.stderr, bad).toBe(apply!.stderr);
+        expect(plan!.stderr, bad).toBe(apply!.stderr);
+        expect([plan!.code, apply!.code, watch!.code]).toEqual([1, 1, 1]);
+      }
     }
-    const [applyHelp, watchHelp] = await Promise.all(['apply', 'watch'].map((c) => runCli([c, '--help'], { cwd: dir })));
-    const line = (help: string) => /--concurrency <n>\s+(.*?)\(default: 8\)/s.exec(help)?.[1]?.replace(/\s+/g, ' ');
-    expect(line(applyHelp!.stdout)).toBe('requests in flight at most, 1 to 64 (adapts down on 429) ');
-    expect(line(watchHelp!.stdout)).toBe(line(applyHelp!.stdout));
+    const helps = await Promise.all(['plan', 'apply', 'watch'].map((c) => runCli([c, '--help'], { cwd: dir })));
+    const line = (help: string) => /--concurrency <n>\s+(.*?)--min-concurrency/s.exec(help)?.[1]?.replace(/\s+/g, ' ');
+    expect(line(helps[1]!.stdout)).toBe('requests in flight per tenant, 1 to 64: the most, as the limit starts there and only adapts down (default: starts at 8 and adapts between the floor and ceiling below) ');
+    expect(line(helps[2]!.stdout)).toBe(line(helps[1]!.stdout));
+    expect(line(helps[0]!.stdout)).toBe(line(helps[1]!.stdout));
   });
 });
 

@@ -37,7 +37,9 @@ const fw = (version: string, component: string, extra: Record<string, unknown> =
   firmware_id: null, version_number: version, component_name: component, uncompressed_size: 10, is_deactivated: false, dependencies: [], ...extra,
 });
 const bundle = (version: string, firmwares: unknown[]) => ({ version, firmwares });
-const page = (results: unknown[], next: string | null) => ({ count: results.length, next, previous: null, results });
+// A count as large as a big tenant's: these servers lie about other things (the page count
+// bound, which a smaller count tightens, is tested in test/api).
+const page = (results: unknown[], next: string | null, count = 1_000_000) => ({ count, next, previous: null, results });
 
 const CONFIG = 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n';
 const FIRMWARE = (v = '1.0.0') => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec:\n  version_number: "${v}"\n  is_deactivated: true\n`;
