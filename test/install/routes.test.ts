@@ -7,7 +7,8 @@
 // 2. The GitHub Action: action.yml's own steps, run by bash as a runner runs them, against a copy
 //    of the checkout a `uses: OWNER/dus-sync@REF` gives (sources only, no dist/, no node_modules).
 //
-// npm runs with --offline: `npm ci` filled its cache, and tests talk to nothing but 127.0.0.1.
+// npm runs with --offline (`npm ci` filled its cache), but for the one install of the packed
+// package, which prefers the cache and may fetch from the npm registry what it lacks.
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,7 +86,10 @@ describe('install from a pinned git reference', () => {
     expect(tarball).toBe(`dus-sync-${pkg.version}.tgz`);
 
     const prefix = join(work, 'global');
-    await run(NPM, ['install', '--global', '--prefix', prefix, join(packs, tarball!)], { cwd: work, env: npmEnv, timeout: 240_000 });
+    // A package installs without its lockfile: npm may pick a newer patch of a dependency than
+    // `npm ci` cached (another npm, as on Node 24, resolves anew), so this one step may fetch it.
+    const installEnv = { ...npmEnv, npm_config_offline: 'false', npm_config_prefer_offline: 'true' };
+    await run(NPM, ['install', '--global', '--prefix', prefix, join(packs, tarball!)], { cwd: work, env: installEnv, timeout: 240_000 });
     const bin = join(prefix, 'bin', 'dus-sync');
     const version = await run(bin, ['--version'], { env: npmEnv });
     expect(version.stdout.trim()).toBe(pkg.version);

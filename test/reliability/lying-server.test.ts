@@ -84,7 +84,8 @@ describe('a server that stays under every per-answer bound', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/firmware 1\.0\.0/);
     // About 100 MB of answers went through; kept whole, they took the process to 440 MB (now about 130).
-    expect(r.rssMb).toBeLessThan(250);
+    // (Node 24 starts about 40 MB higher than Node 20: the bound leaves room for both.)
+    expect(r.rssMb).toBeLessThan(320);
   }, 120_000);
 
   it('60,000 records under one version number (each a component): indexed in linear time, and the ambiguity names ten of them', async () => {
