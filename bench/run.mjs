@@ -5,6 +5,7 @@
 //                                 apply of 12,000 changes with and without 20 ms of latency,
 //                                 validate of 20,000 / 200,000 documents, watch at 200,000
 //   node bench/run.mjs --quick    the same figures at a tenth of the sizes (2 cores: minutes, not tens)
+//   node bench/run.mjs --only=watch   only those figures (cold, validate, plan, apply, watch)
 //   node bench/run.mjs --smoke    tiny sizes: checks the benchmarks still work (CI), not timed
 // The floor is bench/least-client.mjs: it parses with js-yaml (the parser of dus-sync's fast
 // path) and makes the bare requests. Everything talks to emulators on 127.0.0.1 started here.
@@ -26,6 +27,8 @@ cpSync(join(root, 'schemas'), join(snapshot, 'schemas'), { recursive: true });
 const CLI = join(snapshot, 'dist', 'cli.js');
 const LEAST = join(root, 'bench', 'least-client.mjs');
 const smoke = process.argv.includes('--smoke');
+// --only=cold,validate,plan,apply,watch: some of the figures (while working on one of them).
+const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 const quick = process.argv.includes('--quick');
 const work = mkdtempSync(join(tmpdir(), 'dus-sync-bench-'));
 const RUNS = smoke ? 1 : 3;
@@ -203,7 +206,7 @@ async function benchWatch() {
   cpSync(g.repo, repo, { recursive: true });
   const config = join(repo, 'dus-sync.yaml');
   const rssFile = join(work, 'watch-rss.txt');
-  const agent = spawn(process.execPath, ['--import', pathToFileURL(join(root, 'bench', 'rss-report.mjs')).href,
+  const agent = spawn(process.execPath, [...(process.env.DUS_BENCH_WATCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.DUS_BENCH_WATCH_PROF] : []), '--import', pathToFileURL(join(root, 'bench', 'rss-report.mjs')).href,
     CLI, '--config', config, ...BIG_FLAGS, 'watch', '--journal', join(work, 'jw.jsonl')],
   { env: { ...process.env, DUS_BASE_URL: emu.url, DUS_API_KEY_ACME: g.key, DUS_BENCH_RSS_FILE: rssFile }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
@@ -229,7 +232,7 @@ async function benchWatch() {
     };
     const current = Number(/uncompressed_size: (\d+)/.exec(text)[1]);
     if (await sizeNow() !== current) throw new Error(`the first watch pass did not converge:\n${log.slice(-2000)}`);
-    for (let i = 0; i < (smoke ? 1 : 5); i += 1) {
+    for (let i = 0; i < (smoke ? 1 : Number(process.env.DUS_BENCH_WATCH_EDITS ?? 5)); i += 1) {
       const target = 900000 + i;
       const passes = (log.match(/"trigger":"file-change"/g) ?? []).length;
       writeFileSync(file, text.replace(/uncompressed_size: \d+/, `uncompressed_size: ${target}`));
@@ -261,11 +264,13 @@ async function benchWatch() {
 process.stderr.write(`dus-sync benchmarks${smoke ? ' (smoke)' : quick ? ' (quick: a tenth of the sizes)' : ''} in ${work}\n`);
 const t0 = Date.now();
 try {
-  benchColdStart();
-  benchValidate();
-  await benchPlan();
-  await benchApply();
-  await benchWatch();
+  const only = ONLY ? new Set(ONLY.split(',')) : undefined;
+  const want = (name) => only === undefined || only.has(name);
+  if (want('cold')) benchColdStart();
+  if (want('validate')) benchValidate();
+  if (want('plan')) await benchPlan();
+  if (want('apply')) await benchApply();
+  if (want('watch')) await benchWatch();
 } finally {
   rmSync(work, { recursive: true, force: true });
   rmSync(snapshot, { recursive: true, force: true });

@@ -3,7 +3,7 @@
 // files whose size or modification time changed, so a save in a large repo costs one file.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ApiLimits, Clock, DesiredState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
+import type { ApiLimits, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
@@ -18,8 +18,10 @@ import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../
 import { clip } from '../core/canonical.js';
 import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detail.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, tenantsOf, withApplyLock,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, tenantsOf, withApplyLock, type Planned,
 } from './reconcile.js';
+import { refreshLive, type RefreshTargets } from '../api/fetch-live.js';
+import { editedObjects } from '../core/edited.js';
 import type { ObjectCounts, PassResult, PassTrigger, ReconcilePass } from './types.js';
 
 export interface PassOptions {
@@ -54,6 +56,14 @@ export interface PassOptions {
 }
 
 interface CachedFile { readonly mtimeMs: number; readonly size: number; readonly parsed: ParsedFile }
+
+/**
+ * The live state as the last pass left it: the last full read, with every record and action
+ * read since (targeted reads, the verification after apply) put in. A file change is planned
+ * against it after reading again only what the edit touched; `key` is the API, the tenants, the
+ * limits and the journal it was read for.
+ */
+interface LiveView { readonly key: string; readonly desired: DesiredState; readonly live: LiveState }
 
 function empty(): Map<string, number> { return new Map(); }
 
@@ -122,6 +132,7 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
 export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; close(): Promise<void> } {
   const cache = new Map<string, CachedFile>();
   let client: { key: string; api: ApiClient } | undefined;
+  let view: LiveView | undefined;
 
   async function loadCached(config: ResolvedConfig): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[] }> {
     const paths = await listResourceFiles(config);
@@ -200,8 +211,41 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         config, journalPath, log: opts.log, now: () => opts.clock.now(),
         allowBrokenDependencies: opts.allowBrokenDependencies === true, ignoreWindows: opts.ignoreWindows === true,
       };
-      const { plan, live } = await fetchAndPlan(api, desired, opts.concurrency, signal, control);
-      warnKeysOnce(keysInLive(live, desired));
+      const viewKey = `${client!.key}|${journalPath}`;
+      // A file change is planned against the live view of the last pass, reading again only what
+      // the edit touched; the first pass, the interval, retries and anything a targeted read
+      // cannot establish read everything (the drift of what was not edited is healed there).
+      const since = trigger.reason === 'file-change' && trigger.full !== true && view?.key === viewKey ? view : undefined;
+      const edited = since ? editedObjects(since.desired, desired) : undefined;
+      let targeted = since !== undefined && edited !== undefined && edited.moreDeactivations.length === 0;
+      let pending: RefreshTargets = edited ?? { firmwares: [], actions: [] };
+      if (since && !targeted) opts.log.debug('reading everything: the edit declares more deactivations, whose dependency check needs the whole tenant');
+      /** Reads (targeted, or everything) and plans; the view then holds what was read. */
+      const readAndPlan = async (after?: Plan): Promise<Planned & { full: boolean }> => {
+        if (targeted && view?.key === viewKey) {
+          const targets = refreshTargetsOf(after?.changes ?? [], pending);
+          const read = targets.firmwares.length + targets.actions.length === 0
+            ? { live: view.live, reads: 0 }
+            : await refreshLive(api, view.live, targets, { concurrency: opts.concurrency, signal });
+          if ('live' in read) {
+            opts.log.debug(`planned against the live view after ${read.reads} targeted read(s)`);
+            view = { key: viewKey, desired, live: read.live };
+            pending = { firmwares: [], actions: [] };
+            return { live: read.live, plan: await planLive(desired, read.live, control), full: false };
+          }
+          opts.log.debug(`reading everything: ${read.fallback}`);
+        }
+        view = undefined;
+        const planned = await fetchAndPlan(api, desired, opts.concurrency, signal, control);
+        view = { key: viewKey, desired, live: planned.live };
+        pending = { firmwares: [], actions: [] };
+        // Within a file-change pass, the read inside the lock is then targeted at what the plan writes.
+        targeted = since !== undefined;
+        return { ...planned, full: true };
+      };
+      const { plan, live, full } = await readAndPlan();
+      // A key in live data is looked for in full reads (the interval's at the latest).
+      if (full) warnKeysOnce(keysInLive(live, desired));
       const objects = objectCounts(tenants, plan);
       const drift = mapOf(objects, (c) => c.drift);
       const conflicts = mapOf(objects, (c) => c.conflict);
@@ -230,11 +274,14 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
           message: `drift: ${driftWords} not applied (suspend: true)${problems > 0 ? `; ${troubles}` : ''}` });
       }
       const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
-      const applyOpts = { journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs };
+      const applyOpts = {
+        journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs,
+        onVerified: (after: LiveState, complete: boolean) => { view = complete && view ? { ...view, live: after } : undefined; },
+      };
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
-        const again = await fetchAndPlan(api, desired, opts.concurrency, signal, control);
+        const again = await readAndPlan(plan);
         detail = passDetail({ desired, live: again.live, plan: again.plan });
         enforceSafety(again.plan, config, {});
         const done = await execute(again.plan, again.live, api, locked, applyOpts);
@@ -258,6 +305,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       return result({ ...base, detail, result: outcomeAfter, applied, failed, diverged: report.diverged.length, synced, inDoubt: await inDoubt(),
         message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}${freshProblems > 0 ? `; ${problemWords(fresh)}` : ''}` });
     } catch (err) {
+      // Whatever failed may have left the view behind what the service holds now.
+      view = undefined;
       if (err instanceof UnsafePlanError) return result({ ...rev, result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
       if (err instanceof ConfigError) return invalid(err, opts.log);
       // The journal or the lock: said as what it is, not as an API failure.

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type {
-  ApiLimits, ApplyReport, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
+  ApiLimits, ApplyReport, Change, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
 } from '../model/index.js';
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
 import { assemble, displayPath, readParsedFiles, type LoadFilter, type LoadResult } from '../load/index.js';
@@ -15,7 +15,7 @@ import { readApiKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { parseBaseUrl } from '../api/url.js';
-import { fetchLive } from '../api/fetch-live.js';
+import { fetchLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { plan as computePlan } from '../core/plan.js';
 import { checkSafety, type LimitSource } from '../core/safety.js';
 import { settingLocation } from '../load/config-source.js';
@@ -112,7 +112,12 @@ export interface RolloutControl {
 
 export async function fetchAndPlan(client: ApiClient, desired: DesiredState, concurrency: number, signal?: AbortSignal, control?: RolloutControl): Promise<Planned> {
   const live = await fetchLive(client, desired, { concurrency, signal });
-  if (!control) return { live, plan: computePlan(desired, live) };
+  return { live, plan: await planLive(desired, live, control) };
+}
+
+/** The plan of a desired state against a live state already read, with rollout control when given. */
+export async function planLive(desired: DesiredState, live: LiveState, control?: RolloutControl): Promise<Plan> {
+  if (!control) return computePlan(desired, live);
   const now = control.now();
   const triggeredSince = await observeTriggers(triggerTimesPath(control.journalPath), desired, live, now, control.log);
   const windows = control.config.windows ?? [];
@@ -128,7 +133,7 @@ export async function fetchAndPlan(client: ApiClient, desired: DesiredState, con
       control.log.warn(`--allow-broken-dependencies: deactivating firmware ${b.key} in ${b.tenant} leaves firmware ${b.dependent} without ${b.component_name} >= ${b.min_version}`);
     }
   }
-  return { live, plan };
+  return plan;
 }
 
 /** The rollout control of a command: the system clock, the journal's folder, its flags. */
@@ -202,6 +207,8 @@ export interface ApplyOptions {
   /** How long reads must show an unknown append absent before it may be sent again (default 30 s). */
   readonly settleMs?: number;
   readonly onResult?: (r: ChangeResult, done: number, total: number) => void;
+  /** Given what the verification read (watch keeps it as its view of the live state). */
+  readonly onVerified?: (after: LiveState, complete: boolean) => void;
 }
 
 /** What a locked run holds: the journal, the lock (checked before every write), and what the journal settled. */
@@ -279,23 +286,48 @@ export async function execute(plan: Plan, live: LiveState, client: ApiClient, lo
 }
 
 /**
- * After applying: fetch the touched objects again; a written firmware must hold its values, an
+ * After applying: read the touched objects again; a written firmware must hold its values, an
  * action must still be the YAML's first phases. Acknowledged appends the reads now show are
- * settled in the journal.
+ * settled in the journal. The touched records are read one by one through their bundles (a
+ * handful of requests, not the whole bundle list), unless there are too many or a targeted read
+ * cannot tell (then the touched objects are read the full way).
  */
 async function verify(plan: Plan, report: ApplyReport, live: LiveState, client: ApiClient, journal: Journal, opts: ApplyOptions): Promise<ApplyReport> {
   let after: LiveState;
+  let complete = false;
   try {
-    after = await fetchLive(client, touchedObjects(plan.changes), { concurrency: opts.concurrency });
+    const targeted = await refreshLive(client, live, refreshTargetsOf(plan.changes), { concurrency: opts.concurrency });
+    if ('fallback' in targeted) opts.log.debug(`verifying with a full read: ${targeted.fallback}`);
+    complete = 'live' in targeted;
+    after = 'live' in targeted ? targeted.live : await fetchLive(client, touchedObjects(plan.changes), { concurrency: opts.concurrency });
   } catch (err) {
     opts.log.warn(`could not read the changed objects again to verify them: ${err instanceof Error ? err.message : String(err)}`);
     return report;
   }
-  for (const [tenant, t] of after.tenants) {
-    for (const action of t.actions.values()) if (action) await journal.confirm(tenant, action);
+  const confirmed = new Set<string>();
+  for (const c of plan.changes) {
+    if (c.kind !== 'phase' || confirmed.has(`${c.tenant}\0${c.action_id}`)) continue;
+    confirmed.add(`${c.tenant}\0${c.action_id}`);
+    const action = after.tenants.get(c.tenant)?.actions.get(c.action_id);
+    if (action) await journal.confirm(c.tenant, action);
   }
+  opts.onVerified?.(after, complete);
   const v = verifyApplied(plan, report, live, after);
   return { ...report, unconverged: [...report.unconverged, ...v.unconverged], diverged: [...report.diverged, ...v.diverged] };
+}
+
+/** The records and actions a set of changes writes, as targets of a targeted read. */
+export function refreshTargetsOf(changes: readonly Change[], extra: RefreshTargets = { firmwares: [], actions: [] }): RefreshTargets {
+  const firmwares = new Map<string, RefreshTargets['firmwares'][number]>();
+  const actions = new Map<string, RefreshTargets['actions'][number]>();
+  for (const f of extra.firmwares) firmwares.set(`${f.tenant}\0${f.version}`, f);
+  for (const a of extra.actions) actions.set(`${a.tenant}\0${a.id}`, a);
+  for (const c of changes) {
+    if (c.kind === 'firmware') {
+      if (!firmwares.has(`${c.tenant}\0${c.key}`)) firmwares.set(`${c.tenant}\0${c.key}`, { tenant: c.tenant, version: c.key });
+    } else actions.set(`${c.tenant}\0${c.action_id}`, { tenant: c.tenant, id: c.action_id });
+  }
+  return { firmwares: [...firmwares.values()], actions: [...actions.values()] };
 }
 
 export const systemClock: Clock = {

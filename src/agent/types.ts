@@ -56,6 +56,8 @@ export interface PassTrigger {
   readonly reason: TriggerReason;
   /** Absolute paths that changed since the last pass (file-change only), sorted. */
   readonly files?: string[];
+  /** A file change coalesced with a start, retry or interval: the pass reads everything. */
+  readonly full?: boolean;
 }
 
 /** The integrator's pass. It must honour the signal: abort means "stop starting requests". */

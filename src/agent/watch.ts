@@ -397,7 +397,8 @@ const REASON_ORDER: readonly TriggerReason[] = ['start', 'file-change', 'retry',
 function takeTrigger(p: Pending): PassTrigger {
   const reason = REASON_ORDER.find((r) => p.reasons.has(r)) ?? 'interval';
   const files = [...p.files].sort();
-  return files.length > 0 ? { reason, files } : { reason };
+  const full = reason === 'file-change' && [...p.reasons].some((r) => r !== 'file-change') ? { full: true } : {};
+  return files.length > 0 ? { reason, files, ...full } : { reason, ...full };
 }
 
 export function jittered(intervalMs: number, jitter: number, random: () => number): number {

@@ -351,3 +351,159 @@ async function readActions(client: TenantClient, ids: readonly number[], opts: F
   await Promise.all(Array.from({ length: ids.length === 0 ? 0 : width }, worker));
   return { actions: new Map(ids.map((id, i) => [id, results[i]!] as const)), errors };
 }
+
+// ---------------------------------------------------------------- targeted reads
+
+/** What to read again: firmware records by version number (with a declared bundle to check), actions by id. */
+export interface RefreshTargets {
+  readonly firmwares: readonly { readonly tenant: string; readonly version: string; readonly bundle?: string }[];
+  readonly actions: readonly { readonly tenant: string; readonly id: number }[];
+}
+
+/** Either the live state with the targets read again, or why only a full read will do. */
+export type Refreshed =
+  | { readonly live: LiveState; readonly reads: number }
+  | { readonly fallback: string };
+
+/**
+ * Bundles read one by one beyond which a full read of the list is the cheaper way: a page of
+ * the list holds about a hundred bundles.
+ */
+export const MAX_TARGETED_BUNDLES = 256;
+
+/**
+ * Reads again only the given records and actions, on top of an earlier full read (`base`): a
+ * record through the first bundle it was seen in (GET /api/v1/firmware-bundles/version/{v}, the
+ * read the executor makes before each PUT) and through its declared bundle_version, an action by
+ * id. Used by watch after a file change and by the verification after apply: a full read lists
+ * every bundle of the tenant (2,000 pages at 200,000 records) to look at a handful.
+ *
+ * Whatever a targeted read cannot establish sends the caller back to the full read, with the
+ * reason: a record the base does not hold (new, or a version nobody had declared), a record no
+ * longer where the base saw it, a new record under the same number, an answer that is not the
+ * object asked for, any failed request, or more bundles than MAX_TARGETED_BUNDLES.
+ */
+export async function refreshLive(client: ApiClient, base: LiveState, targets: RefreshTargets, opts: FetchLiveOptions = {}): Promise<Refreshed> {
+  const byTenant = new Map<string, { versions: Map<string, Set<string>>; actions: Set<number> }>();
+  const entry = (t: string) => {
+    let e = byTenant.get(t);
+    if (!e) byTenant.set(t, e = { versions: new Map(), actions: new Set() });
+    return e;
+  };
+  for (const f of targets.firmwares) {
+    const set = entry(f.tenant).versions.get(f.version) ?? new Set<string>();
+    if (f.bundle !== undefined) set.add(f.bundle);
+    entry(f.tenant).versions.set(f.version, set);
+  }
+  for (const a of targets.actions) entry(a.tenant).actions.add(a.id);
+
+  // Which bundles to read, per tenant: each record's first bundle, and the declared ones.
+  const plans = new Map<string, { bundles: Set<string>; records: Map<string, readonly LiveFirmware[]> }>();
+  let bundleCount = 0;
+  for (const [tenant, want] of byTenant) {
+    const held = base.tenants.get(tenant);
+    if (held === undefined) return { fallback: `tenant ${tenant} was not in the last full read` };
+    const bundles = new Set<string>();
+    const records = new Map<string, readonly LiveFirmware[]>();
+    for (const [version, declared] of want.versions) {
+      const list = held.firmwares.get(version);
+      if (list === undefined || list.length === 0) return { fallback: `firmware ${version} of tenant ${tenant} was not in the last full read` };
+      for (const r of list) {
+        const first = r.bundles[0];
+        if (first === undefined) return { fallback: `firmware ${version} of tenant ${tenant} was in no bundle` };
+        bundles.add(first);
+      }
+      for (const b of declared) bundles.add(b);
+      records.set(version, list);
+    }
+    bundleCount += bundles.size;
+    plans.set(tenant, { bundles, records });
+  }
+  if (bundleCount > MAX_TARGETED_BUNDLES) return { fallback: `${bundleCount} bundles to read one by one` };
+
+  let reads = 0;
+  const tenants = new Map(base.tenants);
+  try {
+    for (const [tenant, want] of byTenant) {
+      const tc = client.tenant(tenant);
+      const plan = plans.get(tenant)!;
+      const bundleList = [...plan.bundles];
+      const actionIds = [...want.actions];
+      const answers = new Map<string, FirmwareBundle | null>();
+      const actions = new Map<number, Action | null>();
+      const jobs: (() => Promise<void>)[] = [
+        ...bundleList.map((v) => async () => {
+          answers.set(v, await tc.getBundle(v, opts.signal).catch((err: unknown) => {
+            // A declared bundle that does not exist: the record is simply not in it.
+            if (err instanceof ApiError && err.status === 404 && !isFirstBundle(plan.records, v)) return null;
+            throw err;
+          }));
+        }),
+        ...actionIds.map((id) => async () => { actions.set(id, await tc.getAction(id, opts.signal)); }),
+      ];
+      reads += jobs.length;
+      await runLimited(jobs, opts.concurrency ?? 8);
+      const held = base.tenants.get(tenant)!;
+      const firmwares = plan.records.size > 0 ? new Map(held.firmwares) : held.firmwares;
+      for (const [version, list] of plan.records) {
+        const fresh: LiveFirmware[] = [];
+        for (const r of list) {
+          const primary = answers.get(r.bundles[0]!);
+          const found = primary?.firmwares.find((f) => f.version_number === version && f.component_name === r.component_name);
+          if (found === undefined) return { fallback: `firmware ${version} of tenant ${tenant} is no longer in bundle ${r.bundles[0]}` };
+          const bundles = new Set(r.bundles);
+          for (const [b, answer] of answers) {
+            if (answer?.firmwares.some((f) => f.version_number === version && f.component_name === r.component_name)) bundles.add(b);
+            else bundles.delete(b);
+          }
+          fresh.push({
+            version_number: version,
+            component_name: r.component_name,
+            firmware_id: found.firmware_id ?? null,
+            is_deactivated: found.is_deactivated ?? null,
+            uncompressed_size: found.uncompressed_size ?? null,
+            dependencies: found.dependencies ?? [],
+            bundles: [...bundles].sort(),
+          });
+        }
+        // Another component under the same number, in a bundle read now: the base no longer describes it.
+        for (const answer of answers.values()) {
+          if (answer?.firmwares.some((f) => f.version_number === version && !list.some((r) => r.component_name === f.component_name))) {
+            return { fallback: `firmware ${version} of tenant ${tenant} has a record the last full read did not` };
+          }
+        }
+        (firmwares as Map<string, readonly LiveFirmware[]>).set(version, fresh);
+      }
+      let liveActions = held.actions;
+      let actionErrors = held.actionErrors;
+      if (actions.size > 0) {
+        const next = new Map(held.actions);
+        for (const [id, a] of actions) next.set(id, a);
+        liveActions = next;
+        if (actionErrors !== undefined && actionIds.some((id) => actionErrors!.has(id))) {
+          const left = new Map(actionErrors);
+          for (const id of actionIds) left.delete(id);
+          actionErrors = left.size > 0 ? left : undefined;
+        }
+      }
+      tenants.set(tenant, { firmwares, actions: liveActions, ...(actionErrors !== undefined ? { actionErrors } : {}) });
+    }
+  } catch (err) {
+    if (opts.signal?.aborted) throw err;
+    return { fallback: `a targeted read failed: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  return { live: { tenants }, reads };
+}
+
+function isFirstBundle(records: ReadonlyMap<string, readonly LiveFirmware[]>, bundle: string): boolean {
+  for (const list of records.values()) if (list.some((r) => r.bundles[0] === bundle)) return true;
+  return false;
+}
+
+async function runLimited(jobs: readonly (() => Promise<void>)[], width: number): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < jobs.length) await jobs[next++]!();
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(width, jobs.length)) }, worker));
+}
