@@ -208,7 +208,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const journalPath = journalPathFor(config, opts.journal);
       const inDoubt = () => Journal.peekInDoubt(journalPath, api.api).catch(() => undefined);
       const control = {
-        config, journalPath, log: opts.log, now: () => opts.clock.now(),
+        config, journalPath, api: api.api, log: opts.log, now: () => opts.clock.now(),
         allowBrokenDependencies: opts.allowBrokenDependencies === true, ignoreWindows: opts.ignoreWindows === true,
       };
       const viewKey = `${client!.key}|${journalPath}`;

@@ -104,6 +104,8 @@ export interface RolloutControl {
   readonly journalPath: string;
   readonly log: Logger;
   readonly now: () => number;
+  /** The API the plan reads (its normalized base URL): first-seen trigger times are kept per API. */
+  readonly api?: string;
   /** --allow-broken-dependencies */
   readonly allowBrokenDependencies?: boolean;
   /** --ignore-windows: sync windows hold nothing (logged on every plan that they would have). */
@@ -119,7 +121,7 @@ export async function fetchAndPlan(client: ApiClient, desired: DesiredState, con
 export async function planLive(desired: DesiredState, live: LiveState, control?: RolloutControl): Promise<Plan> {
   if (!control) return computePlan(desired, live);
   const now = control.now();
-  const triggeredSince = await observeTriggers(triggerTimesPath(control.journalPath), desired, live, now, control.log);
+  const triggeredSince = await observeTriggers(triggerTimesPath(control.journalPath), control.api ?? '', desired, live, now, control.log);
   const windows = control.config.windows ?? [];
   const options = { now, triggeredSince, allowBrokenDependencies: control.allowBrokenDependencies === true };
   const plan = computePlan(desired, live, { ...options, windows: control.ignoreWindows ? [] : windows });
@@ -139,7 +141,7 @@ export async function planLive(desired: DesiredState, live: LiveState, control?:
 /** The rollout control of a command: the system clock, the journal's folder, its flags. */
 export function rolloutControl(config: ResolvedConfig, log: Logger, flags: { journal?: string; allowBrokenDependencies?: boolean; ignoreWindows?: boolean }): RolloutControl {
   return {
-    config, log, now: () => Date.now(), journalPath: journalPathFor(config, flags.journal),
+    config, log, now: () => Date.now(), journalPath: journalPathFor(config, flags.journal), api: apiIdOf(config),
     allowBrokenDependencies: flags.allowBrokenDependencies === true, ignoreWindows: flags.ignoreWindows === true,
   };
 }
@@ -162,6 +164,17 @@ export function enforceSafety(plan: Plan, config: ResolvedConfig, overrides: { m
     maxDeactivations: source('--max-deactivations', 'safety.max_deactivations', overrides.maxDeactivations !== undefined),
   });
   throw new UnsafePlanError(`${violations.join('; ')}. Nothing was written.`);
+}
+
+/** The API a config writes to, as the client names it (normalized base URL); '' when it has none that parses. */
+export function apiIdOf(config: ResolvedConfig): string {
+  try {
+    if (!config.baseUrl) return '';
+    const base = parseBaseUrl(config.baseUrl, true);
+    return `${base.origin}${base.prefix}`;
+  } catch {
+    return '';
+  }
 }
 
 /**

@@ -402,8 +402,9 @@ export function monotonicMs(): number {
   return Number(process.hrtime.bigint() / 1_000_000n);
 }
 
-function stamp(): { boot?: string; mono?: number } {
-  return BOOT_ID === undefined ? {} : { boot: BOOT_ID, mono: monotonicMs() };
+/** This moment on the monotonic clock, with the boot it belongs to (nothing where there is no boot id). */
+export function stamp(monotonic: () => number = monotonicMs): { boot?: string; mono?: number } {
+  return BOOT_ID === undefined ? {} : { boot: BOOT_ID, mono: monotonic() };
 }
 
 /**

@@ -87,8 +87,10 @@ describe('rollout control through the CLI', () => {
     expect(soaking.held.find((h: { key: string }) => h.key === '2').message).toContain('min_soak 1s');
     const times = JSON.parse(readFileSync(join(dir, '.state', 'triggered.json'), 'utf8'));
     expect(times.phases).toEqual([expect.objectContaining({ tenant: 'acme', action: 2, index: 0, name: 'canary' })]);
-    // Age the first-seen time as a restart an hour later would find it.
+    expect(times.phases[0].api).toBe(emu.url);
+    // Age the first-seen time as a restart an hour later would find it (both clocks moved on).
     times.phases[0].first_seen = new Date(Date.now() - 3_600_000).toISOString();
+    if (times.phases[0].mono !== undefined) times.phases[0].mono -= 3_600_000;
     writeFileSync(join(dir, '.state', 'triggered.json'), JSON.stringify(times));
     apply = await runCli(['apply', '--auto-approve'], { cwd: dir, env: env(dir) });
     expect(apply.code, apply.stderr).toBe(0);
