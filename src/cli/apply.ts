@@ -1,10 +1,10 @@
 // `dus-sync apply [PLANFILE]`: plan (or load a saved plan), ask, apply, verify.
 import { createInterface } from 'node:readline/promises';
-import type { ApplyReport, Change, ChangeResult, DesiredState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
-import type { LoadFilter } from '../load/index.js';
-import { UserError } from '../errors.js';
+import type { ApplyReport, Change, ChangeResult, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
+import { assemble, readParsedFiles, type LoadFilter } from '../load/index.js';
+import { ConfigError, UserError } from '../errors.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, rolloutControl, systemClock, tenantsOf,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, planLive, rolloutControl, systemClock, tenantsOf,
   withApplyLock, type ApplyOptions,
 } from '../agent/reconcile.js';
 import { fetchLive } from '../api/fetch-live.js';
@@ -123,6 +123,37 @@ function refuseOutsideWindows(saved: Plan, config: ResolvedConfig, opts: ApplyFl
   throw new UserError(`the saved plan writes outside the sync windows: ${list}; nothing was written. Apply it when the window allows, or pass --ignore-windows in an emergency`);
 }
 
+/**
+ * A saved plan's appends must still be ones the desired state allows now: `paused: true` is the
+ * emergency brake, and `pacing: gated` allows one triggered-and-soaked phase at a time, whenever
+ * they were put in git. The actions of the plan that the checkout declares are planned again
+ * against the fresh reads; an append that plan does not make refuses the whole saved plan.
+ * Actions the checkout does not declare (a plan applied where the YAML is not) cannot be checked.
+ */
+async function refuseAgainstRolloutControl(saved: Plan, config: ResolvedConfig, live: LiveState, opts: ApplyFlags, log: Logger): Promise<void> {
+  const appends = saved.changes.filter((c): c is Extract<Change, { kind: 'phase' }> => c.kind === 'phase');
+  if (appends.length === 0) return;
+  const files = await readParsedFiles(config).catch((err: unknown) => err as Error);
+  const loaded = files instanceof Error ? { desired: { actions: [] as DesiredState['actions'] }, issues: [] } : assemble(files, config);
+  const ids = new Set(appends.map((c) => `${c.tenant}\0${c.action_id}`));
+  const declared = loaded.desired.actions.filter((a) => ids.has(`${a.tenant}\0${a.id}`));
+  if (declared.length === 0) {
+    log.warn('the checkout declares none of the saved plan\'s actions, so whether they are paused or gated now cannot be checked');
+    return;
+  }
+  if (loaded.issues.length > 0) throw new ConfigError(loaded.issues);
+  const now = await planLive({ firmwares: [], actions: declared, files: [] }, live, rolloutControl(config, log, opts));
+  const planned = new Set(now.changes.map((c) => (c.kind === 'phase' ? `${c.tenant}\0${c.action_id}\0${c.index}` : '')));
+  const refused = new Map<string, string>();
+  for (const c of appends) {
+    if (!declared.some((a) => a.tenant === c.tenant && a.id === c.action_id) || planned.has(`${c.tenant}\0${c.action_id}\0${c.index}`)) continue;
+    const held = now.held?.find((h) => h.tenant === c.tenant && h.kind === 'action' && h.key === String(c.action_id));
+    refused.set(`${c.tenant}\0${c.action_id}`, `action ${c.action_id} in ${c.tenant}: ${held ? held.message : `the desired state no longer appends phase ${c.index} (${c.after.name})`}`);
+  }
+  if (refused.size === 0) return;
+  throw new UserError(`the saved plan appends phases the desired state now holds back (${[...refused.values()].join('; ')}); nothing was written. Run dus-sync plan again`);
+}
+
 async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, options: ApplyOptions, globals: GlobalOptions,
   log: Logger, color: boolean): Promise<number> {
   const saved = await readSavedPlan(path);
@@ -144,6 +175,7 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       showPlan(saved, opts, globals);
       enforceSafety(saved, config, opts);
       refuseOutsideWindows(saved, config, opts, log);
+      await refuseAgainstRolloutControl(saved, config, live, opts, log);
       if (saved.changes.length === 0) return nothingToApply(saved, 0, opts);
       // As in Terraform, the saved plan is the approval: it was reviewed when it was made, and
       // it is applied only as it was saved (checked above against fresh reads), so no prompt

@@ -107,6 +107,34 @@ describe('rollout control through the CLI', () => {
     expect(emu.store.getAction('acme', 1)!.phases).toHaveLength(3);
   });
 
+  it('a saved plan does not append to an action paused or gated in git after it was saved', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    const dir = tree({
+      'dus-sync.yaml': CONFIG(),
+      'actions/one.yaml': action(1, ''),
+      'actions/two.yaml': action(2, ''),
+    });
+    const saved = await runCli(['plan', '--out', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
+    expect(saved.code, saved.stderr).toBe(0);
+    // The brake is pulled in git after the plan was saved (and action 2 is switched to gated).
+    writeFileSync(join(dir, 'actions/one.yaml'), action(1, '  paused: true\n'));
+    writeFileSync(join(dir, 'actions/two.yaml'), action(2, '  pacing: gated\n'));
+    const apply = await runCli(['apply', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
+    expect(apply.code).toBe(1);
+    expect(apply.stderr).toContain('action 1 in acme: action 1 is paused');
+    expect(apply.stderr).toContain('action 2 in acme');
+    expect(apply.stderr).toContain('nothing was written');
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+    expect(emu.store.getAction('acme', 2)!.phases).toEqual([]);
+    // Taken off again, the same saved plan applies as it was approved.
+    writeFileSync(join(dir, 'actions/one.yaml'), action(1, ''));
+    writeFileSync(join(dir, 'actions/two.yaml'), action(2, ''));
+    const again = await runCli(['apply', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
+    expect(again.code, again.stderr).toBe(0);
+    expect(emu.store.getAction('acme', 1)!.phases).toHaveLength(3);
+    expect(emu.store.getAction('acme', 2)!.phases).toHaveLength(3);
+  });
+
   it('a deny window holds writes; --ignore-windows writes and says so', async () => {
     emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
     const dir = tree({
