@@ -1,9 +1,10 @@
 // One reconcile pass of `watch`, built from the same steps as `plan` and `apply`
 // (src/agent/reconcile.ts). It keeps what it parsed between passes and re-reads only the
 // files whose size or modification time changed, so a save in a large repo costs one file.
+import { statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ApiLimits, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
+import type { ApiLimits, Change, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
@@ -18,7 +19,7 @@ import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../
 import { clip } from '../core/canonical.js';
 import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detail.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, tenantsOf, withApplyLock, type Planned,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, tenantsOf, windowGuard, withApplyLock, type Planned,
 } from './reconcile.js';
 import { refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { editedObjects } from '../core/edited.js';
@@ -274,8 +275,11 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
           message: `drift: ${driftWords} not applied (suspend: true)${problems > 0 ? `; ${troubles}` : ''}` });
       }
       const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
+      const windows = windowGuard(config, opts.ignoreWindows, () => opts.clock.now());
+      const fileChanged = fileGuard(config, files);
       const applyOpts = {
         journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs,
+        beforeWrite: (c: Change) => fileChanged(c) ?? windows?.(c),
         onVerified: (after: LiveState, complete: boolean) => { view = complete && view ? { ...view, live: after } : undefined; },
       };
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
@@ -334,6 +338,25 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       }
     }
     repeats.endRound();
+  }
+
+  /**
+   * A write whose desired-state file changed since this pass read it is held back: the edit
+   * (`paused: true` pulled during a long apply, say) is planned by the next pass, which the
+   * change triggers. One stat per write, against what the pass read.
+   */
+  function fileGuard(config: ResolvedConfig, files: readonly ParsedFile[]): (c: Change) => string | undefined {
+    const byShown = new Map(files.map((f) => [f.file, f.path] as const));
+    return (c) => {
+      const shown = c.source?.file;
+      const path = shown === undefined ? undefined : byShown.get(shown);
+      if (path === undefined) return undefined;
+      const was = cache.get(path);
+      let now: { mtimeMs: number; size: number } | undefined;
+      try { now = statSync(join(config.dir, path)); } catch { now = undefined; }
+      if (was !== undefined && now !== undefined && now.mtimeMs === was.mtimeMs && now.size === was.size) return undefined;
+      return `${shown} changed during the pass, so it was not written; the next pass plans it from the new file`;
+    };
   }
 
   return {

@@ -17,6 +17,7 @@ import { effectiveLimits } from '../api/limits.js';
 import { parseBaseUrl } from '../api/url.js';
 import { fetchLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { plan as computePlan } from '../core/plan.js';
+import { windowHold } from '../core/windows.js';
 import { checkSafety, type LimitSource } from '../core/safety.js';
 import { settingLocation } from '../load/config-source.js';
 import { MAX_FILE_SIZE } from '../limits.js';
@@ -220,6 +221,8 @@ export interface ApplyOptions {
   /** How long reads must show an unknown append absent before it may be sent again (default 30 s). */
   readonly settleMs?: number;
   readonly onResult?: (r: ChangeResult, done: number, total: number) => void;
+  /** Asked before each write; a reason holds it back (see ExecutorDeps.beforeWrite). */
+  readonly beforeWrite?: (change: Change) => string | undefined;
   /** Given what the verification read (watch keeps it as its view of the live state). */
   readonly onVerified?: (after: LiveState, complete: boolean) => void;
 }
@@ -290,6 +293,7 @@ export async function execute(plan: Plan, live: LiveState, client: ApiClient, lo
     failFast: opts.failFast,
     signal: opts.signal,
     assertLockHeld: () => locked.lock.assertHeld(),
+    beforeWrite: opts.beforeWrite,
     blocked: locked.settled.blocked,
     settleMs: opts.settleMs ?? DEFAULT_SETTLE_MS,
     onResult: opts.onResult,
@@ -341,6 +345,29 @@ export function refreshTargetsOf(changes: readonly Change[], extra: RefreshTarge
     } else actions.set(`${c.tenant}\0${c.action_id}`, { tenant: c.tenant, id: c.action_id });
   }
   return { firmwares: [...firmwares.values()], actions: [...actions.values()] };
+}
+
+/**
+ * The sync windows checked again before each write, at the time of the write: a plan made
+ * before a deny window opened (or an allow window closed) must not go on writing into it.
+ * Nothing with --ignore-windows or without windows.
+ */
+export function windowGuard(config: ResolvedConfig, ignoreWindows: boolean | undefined, now: () => number): ((change: Change) => string | undefined) | undefined {
+  const windows = config.windows ?? [];
+  if (ignoreWindows === true || windows.length === 0) return undefined;
+  // Asked once a second at most per tenant and kind: thousands of writes must not each walk the schedules.
+  const recent = new Map<string, { at: number; why: string | undefined }>();
+  return (c) => {
+    const kind = c.kind === 'firmware' ? 'firmware' : 'action';
+    const t = now();
+    const key = `${c.tenant}\0${kind}`;
+    const seen = recent.get(key);
+    if (seen !== undefined && t >= seen.at && t - seen.at < 1000) return seen.why;
+    const hold = windowHold(windows, c.tenant, kind, t);
+    const why = hold ? `${hold.message}: the windows changed during the run, so it was not written; it is written when they allow` : undefined;
+    recent.set(key, { at: t, why });
+    return why;
+  };
 }
 
 export const systemClock: Clock = {

@@ -43,6 +43,12 @@ export interface ExecutorDeps {
   signal?: AbortSignal;
   /** Checked before every write: a holder that lost the lock sends nothing more. */
   assertLockHeld?: () => Promise<void>;
+  /**
+   * Asked just before each write (after the fresh read and the lock check): a reason holds the
+   * write back (a sync window that opened during the run, a desired-state file that changed
+   * under watch). A held phase append holds the rest of its action too.
+   */
+  beforeWrite?: (change: Change) => string | undefined;
   /** tenant\0action → why nothing may be appended to it (an append still in doubt from a run before). */
   blocked?: ReadonlyMap<string, string>;
   /**
@@ -260,6 +266,8 @@ async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Out
     }
     const lost = await stillHeld(deps);
     if (lost !== undefined) return { status: 'failed', message: lost, lockLost: lost };
+    const hold = deps.beforeWrite?.(c);
+    if (hold !== undefined) return { status: 'skipped', message: hold };
     try {
       // Not given the abort signal: a write that has started is let to finish.
       await tc.putFirmware(c.key, c.body, undefined, { once: true });
@@ -392,6 +400,11 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedCha
     if (lost !== undefined) {
       await deps.journal.recordOutcome(intent.id, 'not-applied');
       return { status: 'failed', message: lost, lockLost: lost, stopChain: `skipped because ${lost}` };
+    }
+    const hold = deps.beforeWrite?.(c);
+    if (hold !== undefined) {
+      await deps.journal.recordOutcome(intent.id, 'not-applied');
+      return { status: 'skipped', message: hold, stopChain: `skipped because ${hold}` };
     }
     let answer: Action;
     sends = send;

@@ -4,7 +4,7 @@ import type { ApplyReport, Change, ChangeResult, DesiredState, LiveState, Logger
 import { assemble, readParsedFiles, type LoadFilter } from '../load/index.js';
 import { ConfigError, UserError } from '../errors.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, planLive, rolloutControl, systemClock, tenantsOf,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, planLive, rolloutControl, systemClock, tenantsOf, windowGuard,
   withApplyLock, type ApplyOptions,
 } from '../agent/reconcile.js';
 import { fetchLive } from '../api/fetch-live.js';
@@ -213,6 +213,7 @@ function applyOptions(config: ResolvedConfig, opts: ApplyFlags, log: Logger): Ap
     failFast: opts.failFast,
     settleMs: settleWindow(opts.settleWindow, config),
     onResult: progressReporter(),
+    beforeWrite: windowGuard(config, opts.ignoreWindows, () => Date.now()),
   };
 }
 

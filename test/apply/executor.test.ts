@@ -366,6 +366,30 @@ describe('executePlan', () => {
     expect(d.journal.open()).toEqual([]);
   });
 
+  it('a write held back just before it is sent (a window that opened, a file that changed) is skipped, and so is the rest of its action', async () => {
+    const api = fakeWith({});
+    api.addAction('acme', 7);
+    let writes = 0;
+    const plan = planOf([
+      phaseChange('acme', 7, 0, phase('a')), phaseChange('acme', 7, 1, phase('b')), phaseChange('acme', 7, 2, phase('c')), firmware('acme', '1.0.0', api),
+    ]);
+    const d = deps(api, {
+      concurrency: 1,
+      // The first write goes; then the deny window "opens".
+      beforeWrite: () => (++writes > 1 ? 'held by deny window freeze until 2030-01-01T00:00:00.000Z' : undefined),
+    });
+    const report = await executePlan(plan, d);
+    const byKey = new Map(report.results.map((r) => [`${r.change.kind}:${r.change.key}:${'index' in r.change ? r.change.index : ''}`, r]));
+    expect(byKey.get('phase:7:0')!.status).toBe('applied');
+    expect(byKey.get('phase:7:1')).toMatchObject({ status: 'skipped', message: expect.stringContaining('deny window freeze') });
+    expect(byKey.get('phase:7:2')).toMatchObject({ status: 'skipped', message: expect.stringContaining('skipped because held by deny window') });
+    expect(byKey.get('firmware:1.0.0:'), JSON.stringify(report.results.map((r) => r.message))).toMatchObject({ status: 'skipped' });
+    expect(api.phases('acme', 7)).toHaveLength(1);
+    expect(api.puts).toEqual([]);
+    // Nothing held back is left in doubt.
+    expect(d.journal.open()).toEqual([]);
+  });
+
   it('a PUT decided on a read is not sent when the lock was taken over meanwhile', async () => {
     const api = fakeWith({});
     let checks = 0;

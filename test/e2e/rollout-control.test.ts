@@ -135,6 +135,28 @@ describe('rollout control through the CLI', () => {
     expect(emu.store.getAction('acme', 2)!.phases).toHaveLength(3);
   });
 
+  it('a deny window that opens during an apply stops its writes', async () => {
+    // Every request takes 300 ms: twenty appends (a read and a send each) take over 12 s; the window opens after 5.
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1', faults: { latencyMs: 300 } });
+    const opens = new Date(Math.ceil((Date.now() + 5000) / 1000) * 1000);
+    const cron = `${opens.getUTCSeconds()} ${opens.getUTCMinutes()} ${opens.getUTCHours()} ${opens.getUTCDate()} ${opens.getUTCMonth() + 1} *`;
+    const phases = Array.from({ length: 20 }, (_, i) => `    - { name: p${i} }\n`).join('');
+    const dir = tree({
+      'dus-sync.yaml': CONFIG(`windows:\n  - { name: freeze, kind: deny, schedule: "${cron}", duration: 1h }\n`),
+      'actions/two.yaml': `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 2\n  phases:\n${phases}`,
+    });
+    const apply = await runCli(['apply', '--auto-approve'], { cwd: dir, env: env(dir) });
+    const after = Date.now();
+    expect(after).toBeGreaterThan(opens.getTime());
+    const appended = emu.store.getAction('acme', 2)!.phases.length;
+    expect(appended, apply.stderr).toBeGreaterThan(0);
+    expect(appended).toBeLessThan(20);
+    expect(apply.stdout + apply.stderr).toContain('held by deny window freeze');
+    // The next plan holds the rest, until the window closes.
+    const plan = await runCli(['plan'], { cwd: dir, env: env(dir) });
+    expect(plan.stdout).toContain('held (window) action 2');
+  });
+
   it('a deny window holds writes; --ignore-windows writes and says so', async () => {
     emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
     const dir = tree({
