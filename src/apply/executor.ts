@@ -23,6 +23,7 @@ import { canonicalJson, clip, normalizePhase, sortDependencies } from '../core/c
 import { actionKey, type Journal } from './journal.js';
 import { phaseDigest } from './digest.js';
 import { chainsOf, describe, assertNever } from './order.js';
+import { dependentsLeft } from '../core/plan.js';
 import { divergedPrefix } from './verify.js';
 import type { Chain } from './order.js';
 
@@ -61,6 +62,8 @@ export interface ExecutorDeps {
   onResult?: (r: ChangeResult, done: number, total: number) => void;
 }
 
+const ALREADY_THERE = 'it already has the desired values';
+
 /** Sends of one phase, counting the first, while each earlier one was certainly refused (429, connection refused). */
 export const MAX_SENDS = 3;
 /** Reads of an object before a write, retried on failure (reads are safe). */
@@ -81,6 +84,7 @@ interface Outcome {
 
 interface Run {
   readonly deps: ExecutorDeps;
+  readonly plan: Plan;
   readonly total: number;
   readonly results: Map<Change, ChangeResult>;
   readonly diverged: string[];
@@ -90,8 +94,8 @@ interface Run {
 }
 
 export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<ApplyReport> {
-  const chains = chainsOf(plan.changes);
-  const run: Run = { deps, total: plan.changes.length, results: new Map(), diverged: [], done: 0, anyFailed: false, lockLost: undefined };
+  let chains = chainsOf(plan.changes);
+  const run: Run = { deps, plan, total: plan.changes.length, results: new Map(), diverged: [], done: 0, anyFailed: false, lockLost: undefined };
   let next = 0;
   // Chains of a tenant running at once follow its client's adaptive limit (deps.concurrency is
   // the ceiling): more workers than the limit would read objects long before their writes get a
@@ -124,9 +128,38 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
       }
     }
   };
-  const width = Math.max(1, Math.min(Math.floor(deps.concurrency) || 1, chains.length));
-  await Promise.all(Array.from({ length: width }, worker));
+  // Deactivations go last, once every other write of the plan is done: the dependency check of
+  // the plan may count on an activation (or a dependency change) of the same run, and if that
+  // was not applied, the deactivation is checked again against what was (checkDeactivation).
+  const isDeactivation = (ch: Chain): boolean => ch.changes.every((c) => c.kind === 'firmware' && c.body.is_deactivated === true && c.before.is_deactivated !== undefined);
+  const waves = [chains.filter((ch) => !isDeactivation(ch)), chains.filter(isDeactivation)];
+  for (const wave of waves) {
+    if (wave.length === 0) continue;
+    chains = wave;
+    next = 0;
+    const width = Math.max(1, Math.min(Math.floor(deps.concurrency) || 1, wave.length));
+    await Promise.all(Array.from({ length: width }, worker));
+  }
   return report(plan.changes.map((c) => run.results.get(c)!), run.diverged);
+}
+
+/**
+ * Before a deactivation: when another firmware change of its tenant in this plan was not
+ * applied, the dependency check is made again with only what was; a deactivation that now
+ * leaves an active firmware's dependency unsatisfied is not sent. Deactivations the plan let
+ * through with --allow-broken-dependencies are not checked again.
+ */
+function checkDeactivation(c: FirmwareChange, run: Run, plan: Plan): string | undefined {
+  if (c.body.is_deactivated !== true || c.before.is_deactivated === undefined) return undefined;
+  if ((plan.broken_dependencies ?? []).some((b) => b.tenant === c.tenant && b.key === c.key)) return undefined;
+  const others = plan.changes.filter((o): o is FirmwareChange => o.kind === 'firmware' && o.tenant === c.tenant && o !== c);
+  const missed = others.filter((o) => run.results.get(o)?.status !== 'applied' && !(run.results.get(o)?.message ?? '').startsWith(ALREADY_THERE));
+  if (missed.length === 0) return undefined;
+  const applied = others.filter((o) => !missed.includes(o));
+  const lost = dependentsLeft(c, run.deps.live, applied);
+  if (lost.length === 0) return undefined;
+  const shown = lost.length > 3 ? `${lost.slice(0, 3).join(', ')} and ${lost.length - 3} more` : lost.join(', ');
+  return `firmware ${c.key} was not deactivated: the plan counted on ${missed.map((o) => `firmware ${o.key}`).slice(0, 3).join(', ')}, which ${missed.length === 1 ? 'was' : 'were'} not applied, and without ${missed.length === 1 ? 'it' : 'them'} deactivating it leaves ${shown} unsatisfied; plan again`;
 }
 
 function report(results: ChangeResult[], diverged: string[]): ApplyReport {
@@ -196,7 +229,10 @@ async function applyChange(change: Change, run: Run, chain: PreparedChain): Prom
     return { status: 'failed', message: sentence(err) };
   }
   switch (change.kind) {
-    case 'firmware': return applyFirmware(change, run.deps);
+    case 'firmware': {
+      const broken = checkDeactivation(change, run, run.plan);
+      return broken !== undefined ? { status: 'failed', message: broken } : applyFirmware(change, run.deps);
+    }
     case 'phase': return applyPhase(change, run.deps, chain);
     default: return assertNever(change);
   }
@@ -259,7 +295,7 @@ async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Out
     if (drift.length > 0) {
       // Our earlier try may have landed after all: then the record holds exactly what we sent.
       if (moved(asFields(c.body), now).length === 0) {
-        return attempt > 1 ? { status: 'applied' } : { status: 'skipped', message: 'it already has the desired values; nothing sent' };
+        return attempt > 1 ? { status: 'applied' } : { status: 'skipped', message: `${ALREADY_THERE}; nothing sent` };
       }
       const detail = drift.map((f) => `${f} ${clip(fieldText(baseline, f), 100)} → ${clip(fieldText(now, f), 100)}`).join(', ');
       return { status: 'failed', message: `firmware ${c.key} changed since the plan was made (${detail}); it was not written, so nothing it does not manage is overwritten: plan again` };

@@ -447,6 +447,35 @@ function checkDependencies(items: readonly FirmwareOutcome[], live: LiveState, a
   return { outcomes, broken: [] };
 }
 
+/**
+ * What deactivating `change` would leave without a satisfied dependency, when the tenant is as
+ * `live` read it with only `applied` of the plan's firmware changes done: the executor asks
+ * before each deactivation when another firmware change of the tenant was not applied (an
+ * activation the plan counted on may have failed). Each entry: "modem 2.4.1 (needs boot >= 1.1.0)".
+ */
+export function dependentsLeft(change: FirmwareChange, live: LiveState, applied: readonly FirmwareChange[]): string[] {
+  const done = new Map<string, FirmwareChange>();
+  for (const c of applied) if (c.tenant === change.tenant) done.set(recordKey(c.component_name, c.key), c);
+  done.set(recordKey(change.component_name, change.key), change);
+  const effective: Effective[] = [];
+  for (const list of live.tenants.get(change.tenant)?.firmwares.values() ?? []) {
+    for (const record of list) {
+      const c = done.get(recordKey(record.component_name, record.version_number));
+      effective.push({ record, active: c ? !c.body.is_deactivated : record.is_deactivated !== true, dependencies: c ? c.body.dependencies : record.dependencies });
+    }
+  }
+  const satisfied = (dep: Dependency) => effective.some((e) => e.active && e.record.component_name === dep.component_name && atLeast(e.record.version_number, dep.min_version));
+  const lost: string[] = [];
+  for (const e of effective) {
+    if (!e.active) continue;
+    for (const dep of e.dependencies) {
+      if (dep.component_name !== change.component_name || !atLeast(change.key, dep.min_version) || satisfied(dep)) continue;
+      lost.push(`${clip(`${e.record.component_name} ${e.record.version_number}`, 120)} (needs ${clip(dep.component_name, 60)} >= ${clip(dep.min_version, 60)})`);
+    }
+  }
+  return lost.sort(compareStrings);
+}
+
 function sortBroken(list: readonly BrokenDependency[]): BrokenDependency[] {
   return [...list].sort((a, b) => compareStrings(a.tenant, b.tenant) || compareStrings(a.key, b.key)
     || compareStrings(a.dependent, b.dependent) || compareStrings(a.component_name, b.component_name));

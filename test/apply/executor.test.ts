@@ -390,6 +390,34 @@ describe('executePlan', () => {
     expect(d.journal.open()).toEqual([]);
   });
 
+  it('a deactivation the plan allowed only because of an activation in the same run is not sent when that activation fails', async () => {
+    const setup = (failing: string | undefined) => {
+      const api = fakeWith({ putFault: (v) => v === failing });
+      api.addFirmware('acme', '1.1.0', {}, 'b1');
+      api.addFirmware('acme', '1.2.0', { is_deactivated: true }, 'b1');
+      api.addFirmware('acme', '2.0.0', { dependencies: [{ component_name: 'boot', min_version: '1.1.0' }] }, 'b2');
+      api.records.get('acme/1.1.0')!.component_name = 'boot';
+      api.records.get('acme/1.2.0')!.component_name = 'boot';
+      const change = (key: string, deactivate: boolean): FirmwareChange => ({
+        tenant: 'acme', kind: 'firmware', op: 'update', key, component_name: 'boot',
+        before: { is_deactivated: !deactivate }, after: { is_deactivated: deactivate },
+        body: { is_deactivated: deactivate, uncompressed_size: 1000, dependencies: [] },
+      });
+      // The deactivation first in the plan: the executor still runs it after the activation.
+      return { api, plan: planOf([change('1.1.0', true), change('1.2.0', false)]) };
+    };
+    const failed = setup('1.2.0');
+    const report = await executePlan(failed.plan, deps(failed.api));
+    expect(report.results.map((r) => `${r.change.key}:${r.status}`)).toEqual(['1.1.0:failed', '1.2.0:failed']);
+    expect(report.results[0]!.message).toMatch(/firmware 1\.1\.0 was not deactivated: the plan counted on firmware 1\.2\.0, which was not applied.*modem 2\.0\.0 \(needs boot >= 1\.1\.0\)/);
+    expect(failed.api.puts).not.toContain('acme/1.1.0');
+    // When the activation goes through, so does the deactivation.
+    const ok = setup(undefined);
+    const fine = await executePlan(ok.plan, deps(ok.api));
+    expect(fine.results.map((r) => r.status)).toEqual(['applied', 'applied']);
+    expect(ok.api.puts).toEqual(['acme/1.2.0', 'acme/1.1.0']);
+  });
+
   it('a PUT decided on a read is not sent when the lock was taken over meanwhile', async () => {
     const api = fakeWith({});
     let checks = 0;

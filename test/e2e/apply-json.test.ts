@@ -45,7 +45,9 @@ describe('apply --format json', () => {
     expect(report.unconverged).toEqual([]);
     expect(report.diverged).toEqual([]);
     expect(r.stderr).toMatch(/Plan: 2 firmware updates, 2 phase appends\./);
-    expect(r.stderr).toMatch(/\[4\/4\] applied phase 2 "all" on action 42 in acme/);
+    expect(r.stderr).toMatch(/\[3\/4\] applied phase 2 "all" on action 42 in acme/);
+    // Deactivations go last (the dependency check may count on the other writes).
+    expect(r.stderr).toMatch(/\[4\/4\] applied firmware 2\.4\.0 \(modem\) in acme/);
     expect(r.stdout + r.stderr).not.toContain(KEY);
 
     // Nothing left to do: still one report, with no results.
