@@ -1,6 +1,8 @@
 // Rollout control in the planner (docs/rollout-control.md): pause, gated pacing, sync windows,
 // dependency integrity. Pure: the time and the first-seen trigger times are passed in.
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { atLeast } from '../../src/core/version-order.js';
 import { plan } from '../../src/core/plan.js';
 import { windowHold } from '../../src/core/windows.js';
 import type { DesiredAction } from '../../src/model/index.js';
@@ -108,5 +110,40 @@ describe('dependency integrity', () => {
     const p = plan(both, live({ acme: { firmwares: records } }));
     expect(p.errors).toEqual([]);
     expect(p.changes).toHaveLength(2);
+  });
+});
+
+describe('dependency integrity, against the plain definition', () => {
+  // The check runs in one pass per tenant (the highest active version of each component); here it
+  // is held equal to the definition, record by record, over random small tenants.
+  const versions = ['1.0.0', '1.1.0', '1.2.0-rc.1', '1.2.0', '2.0', 'v3'];
+  const components = ['boot', 'modem', 'radio'];
+  const record = fc.record({
+    version_number: fc.constantFrom(...versions),
+    component_name: fc.constantFrom(...components),
+    is_deactivated: fc.boolean(),
+    dependencies: fc.array(fc.record({ component_name: fc.constantFrom(...components), min_version: fc.constantFrom(...versions) }), { maxLength: 2 }),
+  });
+  it('lists exactly the dependencies each deactivation leaves unsatisfied', () => {
+    fc.assert(fc.property(fc.uniqueArray(record, { selector: (r) => r.version_number, maxLength: 6 }), fc.array(fc.nat(5), { maxLength: 3 }), (records, picks) => {
+      const deactivate = [...new Set(picks.map((i) => records[i]).filter((r) => r !== undefined && !r.is_deactivated).map((r) => r!.version_number))];
+      const p = plan(desired(...deactivate.map((v) => firmware({ version_number: v, is_deactivated: true }))),
+        live({ acme: { firmwares: records.map((r) => liveFirmware(r)) } }), { allowBrokenDependencies: true });
+      const after = records.map((r) => ({ ...r, active: !r.is_deactivated && !deactivate.includes(r.version_number) }));
+      const expected: string[] = [];
+      for (const v of deactivate) {
+        const gone = records.find((r) => r.version_number === v)!;
+        for (const e of after) {
+          if (!e.active) continue;
+          for (const d of e.dependencies) {
+            if (d.component_name !== gone.component_name || !atLeast(v, d.min_version)) continue;
+            if (after.some((o) => o.active && o.component_name === d.component_name && atLeast(o.version_number, d.min_version))) continue;
+            expected.push(`${v}>${e.version_number}:${d.component_name}>=${d.min_version}`);
+          }
+        }
+      }
+      const got = (p.broken_dependencies ?? []).map((b) => `${b.key}>${b.dependent}:${b.component_name}>=${b.min_version}`);
+      expect(got.sort()).toEqual(expected.sort());
+    }), { numRuns: 300 });
   });
 });
