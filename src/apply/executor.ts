@@ -23,7 +23,7 @@ import { canonicalJson, clip, normalizePhase, sortDependencies } from '../core/c
 import { actionKey, type Journal } from './journal.js';
 import { phaseDigest } from './digest.js';
 import { chainsOf, describe, assertNever } from './order.js';
-import { dependentsLeft } from '../core/plan.js';
+import { dependentsLeft, unsatisfiedAfter, type Unsatisfied } from '../core/plan.js';
 import { divergedPrefix } from './verify.js';
 import type { Chain } from './order.js';
 
@@ -85,6 +85,8 @@ interface Outcome {
 interface Run {
   readonly deps: ExecutorDeps;
   readonly plan: Plan;
+  /** Per tenant, made at its first deactivation: the writes missed and, if any, what stays unsatisfied. */
+  readonly deactivationChecks: Map<string, { readonly missed: readonly FirmwareChange[]; readonly unsatisfied?: Unsatisfied }>;
   readonly total: number;
   readonly results: Map<Change, ChangeResult>;
   readonly diverged: string[];
@@ -95,7 +97,7 @@ interface Run {
 
 export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<ApplyReport> {
   let chains = chainsOf(plan.changes);
-  const run: Run = { deps, plan, total: plan.changes.length, results: new Map(), diverged: [], done: 0, anyFailed: false, lockLost: undefined };
+  const run: Run = { deps, plan, deactivationChecks: new Map(), total: plan.changes.length, results: new Map(), diverged: [], done: 0, anyFailed: false, lockLost: undefined };
   let next = 0;
   // Chains of a tenant running at once follow its client's adaptive limit (deps.concurrency is
   // the ceiling): more workers than the limit would read objects long before their writes get a
@@ -152,14 +154,22 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
 function checkDeactivation(c: FirmwareChange, run: Run, plan: Plan): string | undefined {
   if (c.body.is_deactivated !== true || c.before.is_deactivated === undefined) return undefined;
   if ((plan.broken_dependencies ?? []).some((b) => b.tenant === c.tenant && b.key === c.key)) return undefined;
-  const others = plan.changes.filter((o): o is FirmwareChange => o.kind === 'firmware' && o.tenant === c.tenant && o !== c);
-  const missed = others.filter((o) => run.results.get(o)?.status !== 'applied' && !(run.results.get(o)?.message ?? '').startsWith(ALREADY_THERE));
-  if (missed.length === 0) return undefined;
-  const applied = others.filter((o) => !missed.includes(o));
-  const lost = dependentsLeft(c, run.deps.live, applied);
+  // Once per tenant (the other writes are all done when deactivations start): what was missed,
+  // and what stays unsatisfied with what was applied and every deactivation of the plan.
+  let check = run.deactivationChecks.get(c.tenant);
+  if (check === undefined) {
+    const firmware = plan.changes.filter((o): o is FirmwareChange => o.kind === 'firmware' && o.tenant === c.tenant);
+    const deactivation = (o: FirmwareChange): boolean => o.body.is_deactivated === true && o.before.is_deactivated !== undefined;
+    const missed = firmware.filter((o) => !deactivation(o) && run.results.get(o)?.status !== 'applied' && !(run.results.get(o)?.message ?? '').startsWith(ALREADY_THERE));
+    check = missed.length === 0 ? { missed } : { missed, unsatisfied: unsatisfiedAfter(c.tenant, run.deps.live, firmware.filter((o) => !missed.includes(o))) };
+    run.deactivationChecks.set(c.tenant, check);
+  }
+  if (check.unsatisfied === undefined) return undefined;
+  const lost = dependentsLeft(c, check.unsatisfied);
   if (lost.length === 0) return undefined;
+  const missed = check.missed;
   const shown = lost.length > 3 ? `${lost.slice(0, 3).join(', ')} and ${lost.length - 3} more` : lost.join(', ');
-  return `firmware ${c.key} was not deactivated: the plan counted on ${missed.map((o) => `firmware ${o.key}`).slice(0, 3).join(', ')}, which ${missed.length === 1 ? 'was' : 'were'} not applied, and without ${missed.length === 1 ? 'it' : 'them'} deactivating it leaves ${shown} unsatisfied; plan again`;
+  return `firmware ${c.key} was not deactivated: the plan counted on ${missed.map((o) => `firmware ${o.key}`).slice(0, 3).join(', ')}${missed.length > 3 ? ` and ${missed.length - 3} more` : ''}, which ${missed.length === 1 ? 'was' : 'were'} not applied, and without ${missed.length === 1 ? 'it' : 'them'} deactivating it leaves ${shown} unsatisfied; plan again`;
 }
 
 function report(results: ChangeResult[], diverged: string[]): ApplyReport {

@@ -377,7 +377,7 @@ interface FirmwareOutcome {
 }
 
 /** A firmware record as it will be once the plan's firmware changes are applied. */
-interface Effective {
+export interface Effective {
   readonly record: LiveFirmware;
   readonly active: boolean;
   readonly dependencies: readonly Dependency[];
@@ -447,25 +447,32 @@ function checkDependencies(items: readonly FirmwareOutcome[], live: LiveState, a
   return { outcomes, broken: [] };
 }
 
+/** The dependencies left unsatisfied by component, once `changes` are applied to `tenant` as `live` read it. */
+export type Unsatisfied = ReadonlyMap<string, readonly { readonly e: Effective; readonly dep: Dependency }[]>;
+
 /**
- * What deactivating `change` would leave without a satisfied dependency, when the tenant is as
- * `live` read it with only `applied` of the plan's firmware changes done: the executor asks
- * before each deactivation when another firmware change of the tenant was not applied (an
- * activation the plan counted on may have failed). Each entry: "modem 2.4.1 (needs boot >= 1.1.0)".
+ * The dependencies of `tenant` left unsatisfied, by the component they need, once `changes`
+ * (firmware changes of the tenant) are applied to it as `live` read it: the executor asks, once
+ * per tenant, before the deactivations, when another firmware change of the tenant was not
+ * applied (an activation the plan counted on may have failed).
  */
-export function dependentsLeft(change: FirmwareChange, live: LiveState, applied: readonly FirmwareChange[]): string[] {
+export function unsatisfiedAfter(tenant: string, live: LiveState, changes: readonly FirmwareChange[]): Unsatisfied {
   const done = new Map<string, FirmwareChange>();
-  for (const c of applied) if (c.tenant === change.tenant) done.set(recordKey(c.component_name, c.key), c);
-  done.set(recordKey(change.component_name, change.key), change);
+  for (const c of changes) if (c.tenant === tenant) done.set(recordKey(c.component_name, c.key), c);
   const effective: Effective[] = [];
-  for (const list of live.tenants.get(change.tenant)?.firmwares.values() ?? []) {
+  for (const list of live.tenants.get(tenant)?.firmwares.values() ?? []) {
     for (const record of list) {
       const c = done.get(recordKey(record.component_name, record.version_number));
       effective.push({ record, active: c ? !c.body.is_deactivated : record.is_deactivated !== true, dependencies: c ? c.body.dependencies : record.dependencies });
     }
   }
+  return unsatisfiedByComponent(effective);
+}
+
+/** What deactivating `change` leaves unsatisfied, in `unsatisfied` (made with the change applied): "modem 2.4.1 (needs boot >= 1.1.0)". */
+export function dependentsLeft(change: FirmwareChange, unsatisfied: Unsatisfied): string[] {
   const lost: string[] = [];
-  for (const { e, dep } of unsatisfiedByComponent(effective).get(change.component_name) ?? []) {
+  for (const { e, dep } of unsatisfied.get(change.component_name) ?? []) {
     if (!atLeast(change.key, dep.min_version)) continue;
     lost.push(`${clip(`${e.record.component_name} ${e.record.version_number}`, 120)} (needs ${clip(dep.component_name, 60)} >= ${clip(dep.min_version, 60)})`);
   }

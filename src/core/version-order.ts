@@ -11,14 +11,29 @@ const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[
 
 interface VersionKey {
   readonly core: string;
+  /** The core in runs of digits and of other text (natural order compares these). */
+  readonly chunks: readonly string[];
   /** Pre-release identifiers; undefined for a release (or a non-semver string). */
   readonly pre?: readonly string[];
 }
 
+/**
+ * Keys of the versions seen lately: a dependency check compares each of a large tenant's
+ * versions many times, and parsing them on every comparison was most of its time. Bounded
+ * (cleared when full); a pure cache, so the order does not depend on it.
+ */
+const KEYS = new Map<string, VersionKey>();
+const MAX_KEYS = 50_000;
+
 function keyOf(version: string): VersionKey {
+  const known = KEYS.get(version);
+  if (known !== undefined) return known;
   const m = SEMVER.exec(version);
-  if (!m) return { core: version };
-  return { core: `${m[1]}.${m[2]}.${m[3]}`, ...(m[4] !== undefined ? { pre: m[4].split('.') } : {}) };
+  const core = m ? `${m[1]}.${m[2]}.${m[3]}` : version;
+  const key: VersionKey = { core, chunks: core.match(CHUNK) ?? [], ...(m && m[4] !== undefined ? { pre: m[4].split('.') } : {}) };
+  if (KEYS.size >= MAX_KEYS) KEYS.clear();
+  KEYS.set(version, key);
+  return key;
 }
 
 /** Whether a version parses as a semantic version. */
@@ -45,8 +60,10 @@ const CHUNK = /\d+|\D+/g;
 
 /** Natural order: runs of digits by value and before text; text runs by code unit; a prefix first. */
 export function compareNatural(a: string, b: string): number {
-  const x = a.match(CHUNK) ?? [];
-  const y = b.match(CHUNK) ?? [];
+  return compareChunks(a.match(CHUNK) ?? [], b.match(CHUNK) ?? []);
+}
+
+function compareChunks(x: readonly string[], y: readonly string[]): number {
   for (let i = 0; i < x.length && i < y.length; i++) {
     const p = x[i]!;
     const q = y[i]!;
@@ -72,9 +89,10 @@ function comparePrerelease(a: readonly string[], b: readonly string[]): number {
 
 /** Negative, zero or positive as version a is lower than, equivalent to or higher than b. */
 export function compareVersions(a: string, b: string): number {
+  if (a === b) return 0;
   const x = keyOf(a);
   const y = keyOf(b);
-  const core = compareNatural(x.core, y.core);
+  const core = compareChunks(x.chunks, y.chunks);
   if (core !== 0) return core;
   if (x.pre === undefined || y.pre === undefined) return x.pre === y.pre ? 0 : x.pre === undefined ? 1 : -1;
   return comparePrerelease(x.pre, y.pre);
