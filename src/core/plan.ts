@@ -25,7 +25,7 @@ import type {
 import { canonicalJson, clip, compareStrings, deepEqual, normalizePhase, sortDependencies } from './canonical.js';
 import { sortChanges, sortConflicts, sortErrors } from './order.js';
 import { atLeast, compareVersions } from './version-order.js';
-import { windowHold, type SyncWindow } from './windows.js';
+import { isValidTime, windowHold, type SyncWindow } from './windows.js';
 
 export interface PlanOptions {
   /** Restrict to these tenants (desired is usually filtered already; this is a belt). */
@@ -121,7 +121,7 @@ function withWindow(outcome: ObjectOutcome, tenant: string, kind: 'firmware' | '
       pending: outcome.changes.length,
       ...(first.kind === 'phase' ? { index: first.index } : {}),
       window: hold.window,
-      ...(hold.until !== undefined ? { until: new Date(hold.until).toISOString() } : {}),
+      ...(isValidTime(hold.until) ? { until: new Date(hold.until).toISOString() } : {}),
       source,
     },
   };
@@ -314,12 +314,17 @@ function planAction(action: DesiredAction, live: LiveState, ctx: Context): Objec
   const soak = action.minSoakMs ?? 0;
   if (soak > 0) {
     const now = ctx.options.now;
-    const since = ctx.options.triggeredSince?.(action.tenant, action.id, previous);
+    // A first-seen time that is no date (a damaged triggered.json) counts as not known: it must
+    // neither end the soak nor stop the whole plan with a library error.
+    const recorded = ctx.options.triggeredSince?.(action.tenant, action.id, previous);
+    const since = isValidTime(recorded) ? recorded : undefined;
     if (now === undefined || since === undefined) {
       return hold('gated', `action ${action.id} is gated: phase ${previous} ${previousName} has triggered but when it was first seen triggered is not known yet; phase ${first.index} waits for min_soak ${formatMs(soak)} from now`);
     }
     if (now < since + soak) {
-      return hold('gated', `action ${action.id} is gated: phase ${first.index} waits for min_soak ${formatMs(soak)} after phase ${previous} ${previousName} triggered (first seen ${new Date(since).toISOString()}), until ${new Date(since + soak).toISOString()}`, since + soak);
+      const until = since + soak;
+      const when = isValidTime(until) ? `, until ${new Date(until).toISOString()}` : '';
+      return hold('gated', `action ${action.id} is gated: phase ${first.index} waits for min_soak ${formatMs(soak)} after phase ${previous} ${previousName} triggered (first seen ${new Date(since).toISOString()})${when}`, isValidTime(until) ? until : undefined);
     }
   }
   return { changes: [first] };

@@ -5,7 +5,7 @@ import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } fr
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '../model/index.js';
-import { scheduleProblem } from '../core/windows.js';
+import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
 import { isEnvName } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
@@ -77,7 +77,8 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   if (file === undefined && opts.dir === undefined && !singleTenantEnv(opts.env)) {
     throw new UserError(noConfigMessage(resolve(opts.cwd), found.top));
   }
-  const raw = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes) : undefined;
+  const read = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes) : undefined;
+  const raw = read?.config;
   const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
 
   const envBaseUrl = envValue(opts.env, 'DUS_BASE_URL');
@@ -118,10 +119,10 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
       ...(raw.watch.log_level ? { level: raw.watch.log_level } : {}),
     } } : {}),
     suspend: raw?.suspend ?? false,
-    ...(raw?.windows && raw.windows.length > 0 ? { windows: raw.windows.map((w): SyncWindow => ({
+    ...(raw?.windows && raw.windows.length > 0 ? { windows: raw.windows.map((w, i): SyncWindow => ({
       name: w.name, kind: w.kind, schedule: w.schedule, durationMs: parseInterval(w.duration),
       ...(w.timezone !== undefined ? { timezone: w.timezone } : {}),
-      ...(w.tenants !== undefined ? { tenants: w.tenants } : {}),
+      ...(w.tenants !== undefined ? { tenants: w.tenants, tenantsAt: w.tenants.map((_, j) => read!.position(['windows', String(i), 'tenants', String(j)], false)) } : {}),
       ...(w.kinds !== undefined ? { kinds: w.kinds.map((k) => (k === 'Firmware' ? 'firmware' : 'action')) } : {}),
     })) } : {}),
     reading,
@@ -198,8 +199,8 @@ function shownPath(file: string, cwd: string): string {
   return sep === '/' ? p : p.split(sep).join('/');
 }
 
-/** Reads and validates dus-sync.yaml; every problem becomes an issue of one ConfigError. */
-async function readConfigFile(file: string, cwd: string, maxBytes: number): Promise<Config> {
+/** Reads and validates dus-sync.yaml; every problem becomes an issue of one ConfigError. With where each path of it was written. */
+async function readConfigFile(file: string, cwd: string, maxBytes: number): Promise<{ config: Config; position: Position }> {
   const shown = shownPath(file, cwd);
   // The config may be a link (a Kubernetes ConfigMap mounts links): it names the repository, so
   // it may live anywhere; but it must be a regular file of sane size like any other.
@@ -229,9 +230,12 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   const errors = (validate.errors ?? []).filter((e) => !(e.keyword === 'pattern' && API_KEY_ENV_POINTER.test(e.instancePath)));
   const ok = errors.length === 0;
   const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, errors, new Set(scanned.map((i) => i.pointer)))), ...apiKeyEnvIssues(value, yamlPosition(src, doc))];
-  if (ok) issues.push(...defaultTenantIssues(value as Config, yamlPosition(src, doc)), ...intervalIssues(value as Config, yamlPosition(src, doc)));
+  const position = yamlPosition(src, doc);
+  if (ok) {
+    issues.push(...defaultTenantIssues(value as Config, position), ...intervalIssues(value as Config, position), ...windowIssues(value as Config, position, Date.now()));
+  }
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
-  return value as Config;
+  return { config: value as Config, position };
 }
 
 const API_KEY_ENV_POINTER = /^\/tenants\/[^/]+\/api_key_env$/;
@@ -262,6 +266,48 @@ function defaultTenantIssues(config: Config, position: Position): ConfigIssue[] 
   return [{ ...position(['default_tenant'], false), pointer: '/default_tenant', message: `default_tenant "${t}" is not one of the tenants listed below it (${known.map((k) => `"${k}"`).join(', ')})${hint(t, known)}` }];
 }
 
+/**
+ * The sync windows: a usable time zone and schedule (5 fields, or 6 with seconds, that opens
+ * within about 5 years), a duration from 1ms to 8784h, a name of its own. The sentences never
+ * quote a schedule or time zone (nor croner's messages, which do): a key pasted into the wrong
+ * field would be printed, and validate reads no key that redaction could recognise.
+ */
+export function windowIssues(config: Config, position: Position, now: number): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const at = (i: number, key: string, message: string): void => {
+    issues.push({ ...position(['windows', String(i), key], false), pointer: `/windows/${i}/${key}`, message });
+  };
+  const named = new Map<string, number>();
+  (config.windows ?? []).forEach((w, i) => {
+    const first = named.get(w.name);
+    if (first === undefined) named.set(w.name, i);
+    else {
+      const line = position(['windows', String(first), 'name'], false).line;
+      at(i, 'name', `windows[${i}].name is the name of windows[${first}] too (line ${line}); give each window its own name, since plan and status tell them apart by it`);
+    }
+    switch (scheduleProblem(w.schedule, w.timezone, now)) {
+      case 'timezone':
+        at(i, 'timezone', `windows[${i}].timezone is not an IANA time zone name (like Europe/Berlin or UTC); the value is not shown, in case it is a key`);
+        break;
+      case 'fields':
+        at(i, 'schedule', `windows[${i}].schedule is not a cron expression of 5 fields (or 6 with seconds), like "0 22 * * 1-5"; the value is not shown, in case it is a key`);
+        break;
+      case 'schedule':
+        at(i, 'schedule', `windows[${i}].schedule is not a valid cron expression: each of its 5 fields (or 6 with seconds) must be a value in range, like "0 22 * * 1-5"; the value is not shown, in case it is a key`);
+        break;
+      case 'never':
+        at(i, 'schedule', `windows[${i}].schedule never opens: it gives no start within the next 5 years (like "0 0 30 2 *", February 30th)`);
+        break;
+      case undefined:
+        break;
+    }
+    const duration = parseInterval(w.duration);
+    if (duration <= 0) at(i, 'duration', `windows[${i}].duration must be longer than 0`);
+    else if (!(duration <= MAX_WINDOW_DURATION_MS)) at(i, 'duration', `windows[${i}].duration takes at most 8784h (a leap year), not "${w.duration}"`);
+  });
+  return issues;
+}
+
 /** watch.interval and safety.settle_window within their bounds: 0s would run passes back to back, months would overflow the timer. */
 function intervalIssues(config: Config, position: Position): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -273,16 +319,6 @@ function intervalIssues(config: Config, position: Position): ConfigIssue[] {
   if (settle !== undefined && !inRange(parseInterval(settle), SETTLE_WINDOW_MS)) {
     issues.push({ ...position(['safety', 'settle_window'], false), pointer: '/safety/settle_window', message: `safety.settle_window takes ${describeRange('duration', SETTLE_WINDOW_MS)}, not "${settle}"` });
   }
-  (config.windows ?? []).forEach((w, i) => {
-    const problem = scheduleProblem(w.schedule, w.timezone);
-    if (problem !== undefined) {
-      const key = /timezone/i.test(problem) && w.timezone !== undefined ? 'timezone' : 'schedule';
-      issues.push({ ...position(['windows', String(i), key], false), pointer: `/windows/${i}/${key}`, message: `windows[${i}] (${w.name}): ${key} is not usable: ${problem}` });
-    }
-    if (parseInterval(w.duration) <= 0) {
-      issues.push({ ...position(['windows', String(i), 'duration'], false), pointer: `/windows/${i}/duration`, message: `windows[${i}] (${w.name}): duration must be longer than 0` });
-    }
-  });
   // api.*: the same checks as their flags, reported at their line (not as a sentence without one).
   const checks = [
     ['max_response_size', checkedMaxResponseSize],

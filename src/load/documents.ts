@@ -76,6 +76,16 @@ export function semanticChecks(value: JsonObject, config: ResolvedConfig, positi
     });
   }
 
+  if (value.kind === 'Action' && spec && typeof spec.min_soak === 'string') {
+    const soak = parseDurationMs(spec.min_soak);
+    if (soak !== undefined && !(soak <= MAX_MIN_SOAK_MS)) {
+      at(['spec', 'min_soak'], '/spec/min_soak', `spec.min_soak takes at most 8760h (a year), not "${spec.min_soak}"`);
+    }
+    if (spec.pacing !== 'gated') {
+      at(['spec', 'min_soak'], '/spec/min_soak', 'spec.min_soak has no effect without pacing: gated; add `pacing: gated` to soak each phase, or remove min_soak');
+    }
+  }
+
   if (spec && hasPlaceholder(spec)) {
     for (const { path, key } of placeholders(spec, ['spec'])) {
       at(path, `/${path.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`, PLACEHOLDER_MESSAGE, key);
@@ -95,6 +105,9 @@ export function semanticChecks(value: JsonObject, config: ResolvedConfig, positi
   }
   return { issues, identity };
 }
+
+/** The longest spec.min_soak: a year. Longer is a mistake, and its end would not be a date. */
+export const MAX_MIN_SOAK_MS = 8760 * 3_600_000;
 
 const PLACEHOLDER_MESSAGE = `the placeholder ${REDACTED} is here: dus-sync export writes it where the live data held an API key, `
   + 'and applying it would write the placeholder itself; write the value that belongs here, or leave this field out';

@@ -11,6 +11,7 @@ import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { buildObject, isPlainObject, semanticChecks, yamlPosition, type Identity } from './documents.js';
+import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
 import { readRegularFile } from './read-file.js';
@@ -254,7 +255,6 @@ function included(o: DesiredObject, filter: LoadFilter | undefined): boolean {
 
 /** Pure: the cross-file checks (an identity defined twice) and the DesiredState. */
 export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, filter?: LoadFilter): LoadResult {
-  void config;
   // The files come sorted from listResourceFiles (and watch's cache keeps them so): check in one
   // pass before sorting a copy.
   const byPath = (a: ParsedFile, b: ParsedFile): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
@@ -282,10 +282,40 @@ export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, f
       else actions.push(o);
     }
   }
+  if (config.windows?.some((w) => w.tenants !== undefined)) issues.push(...windowTenantIssues(config, sorted));
   sortFirmwares(firmwares);
   const byId = (a: DesiredAction, b: DesiredAction): number => cmp(a.tenant, b.tenant) || a.id - b.id;
   if (!inOrder(actions, byId)) actions.sort(byId);
   return { desired: { firmwares, actions, files: sorted.map((f) => f.path) }, issues: sortIssues(issues) };
+}
+
+/**
+ * A window's `tenants` entry must name a tenant of the repository (listed under tenants:, the
+ * default tenant, or a document's): a misspelt one would make a freeze hold nothing, silently.
+ * Every document counts, whatever --tenant or --selector leave out.
+ */
+function windowTenantIssues(config: ResolvedConfig, files: readonly ParsedFile[]): ConfigIssue[] {
+  const known = new Set(Object.keys(config.tenants));
+  if (config.defaultTenant !== undefined) known.add(config.defaultTenant);
+  for (const f of files) for (const d of f.documents) if (d.identity) known.add(d.identity.tenant);
+  const issues: ConfigIssue[] = [];
+  (config.windows ?? []).forEach((w, i) => {
+    (w.tenants ?? []).forEach((t, j) => {
+      if (known.has(t)) return;
+      const at = w.tenantsAt?.[j] ?? { file: config.file ? toPosix(relative(process.cwd(), config.file)) || config.file : 'dus-sync.yaml', line: 1, column: 1 };
+      issues.push({
+        ...at, pointer: `/windows/${i}/tenants/${j}`,
+        message: `window "${w.name}" (windows[${i}]) names tenant "${t}", which no tenants: entry, default_tenant or document names, so it would hold nothing${hint(t, [...known]) || knownList(known)}`,
+      });
+    });
+  });
+  return issues;
+}
+
+function knownList(known: ReadonlySet<string>): string {
+  const names = [...known].sort();
+  if (names.length === 0) return '';
+  return `; the tenants known are ${names.slice(0, 5).map((k) => `"${k}"`).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
 }
 
 function cmp(a: string, b: string): number {

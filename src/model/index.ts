@@ -102,6 +102,8 @@ export interface SyncWindow {
   readonly timezone?: string;
   /** The tenants it applies to; all when absent. */
   readonly tenants?: readonly string[];
+  /** Where each of `tenants` was written in dus-sync.yaml (for the check that each names a tenant). */
+  readonly tenantsAt?: readonly SourceLocation[];
   /** The kinds of objects it applies to; both when absent. */
   readonly kinds?: readonly ('firmware' | 'action')[];
 }

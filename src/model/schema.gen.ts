@@ -219,7 +219,7 @@ export interface ActionSpec {
    */
   pacing?: "all" | "gated";
   /**
-   * With pacing gated: how long the previous phase must have been seen triggered before the next is appended, e.g. 30m, 2h.
+   * With pacing gated: how long the previous phase must have been seen triggered before the next is appended, e.g. 30m, 2h; at most 8760h.
    */
   min_soak?: string;
 }
@@ -345,7 +345,7 @@ export interface SyncWindow {
    */
   schedule: string;
   /**
-   * How long it stays open after each start, e.g. 2h.
+   * How long it stays open after each start, e.g. 2h; at most 8784h.
    */
   duration: string;
   /**
@@ -353,7 +353,7 @@ export interface SyncWindow {
    */
   timezone?: string;
   /**
-   * The tenants it applies to (default: all).
+   * The tenants it applies to (default: all); each must be a tenant of the repository.
    */
   tenants?: string[];
   /**

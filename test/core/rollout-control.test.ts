@@ -58,6 +58,20 @@ describe('gated pacing', () => {
     expect(later.changes.map((c) => c.kind === 'phase' && c.index)).toEqual([1]);
     expect(plan(d(), l, { now: T0 }).changes).toHaveLength(1);
   });
+
+  it('a first-seen time that is no date counts as unknown, and one at the end of the dates holds without until; the plan goes on', () => {
+    const l = live({ acme: { actions: [liveAction(7, ['canary'], { phases_triggered: [true] }), liveAction(8, [])] } });
+    const both = desired(gated(action(7, ['canary', 'wave-1']), 3_600_000), action(8, ['unrelated']));
+    for (const bad of [NaN, Infinity, -Infinity, 1e20, -8.64e15 - 1]) {
+      const p = plan(both, l, { now: T0, triggeredSince: () => bad });
+      expect(p.changes.map((c) => c.kind === 'phase' && `${c.key}:${c.index}`)).toEqual(['8:0']);
+      expect(p.held![0]!.message).toContain('is not known yet');
+    }
+    const edge = plan(both, l, { now: T0, triggeredSince: () => 8.64e15 });
+    expect(edge.changes).toHaveLength(1);
+    expect(edge.held![0]).toMatchObject({ reason: 'gated' });
+    expect(edge.held![0]!.until).toBeUndefined();
+  });
 });
 
 describe('sync windows', () => {
