@@ -1,13 +1,13 @@
 // One reconcile pass of `watch`, built from the same steps as `plan` and `apply`
 // (src/agent/reconcile.ts). It keeps what it parsed between passes and re-reads only the
 // files whose size or modification time changed, so a save in a large repo costs one file.
-import { statSync } from 'node:fs';
+import { lstatSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import type { ApiLimits, Change, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
-import { assemble, listResourceFiles, readParsedFile, type LoadFilter, type ParsedFile } from '../load/index.js';
+import { assemble, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
@@ -23,6 +23,7 @@ import {
 } from './reconcile.js';
 import { refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { editedObjects } from '../core/edited.js';
+import { replan } from '../core/replan.js';
 import type { ObjectCounts, PassResult, PassTrigger, ReconcilePass } from './types.js';
 
 export interface PassOptions {
@@ -64,7 +65,13 @@ interface CachedFile { readonly mtimeMs: number; readonly size: number; readonly
  * against it after reading again only what the edit touched; `key` is the API, the tenants, the
  * limits and the journal it was read for.
  */
-interface LiveView { readonly key: string; readonly desired: DesiredState; readonly live: LiveState }
+interface LiveView {
+  readonly key: string;
+  readonly desired: DesiredState;
+  readonly live: LiveState;
+  /** The plan of `desired` against `live`: a file change plans only what it touched and what this did not leave unchanged. */
+  readonly plan: Plan;
+}
 
 function empty(): Map<string, number> { return new Map(); }
 
@@ -135,11 +142,47 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
   let client: { key: string; api: ApiClient } | undefined;
   let view: LiveView | undefined;
 
-  async function loadCached(config: ResolvedConfig): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[] }> {
-    const paths = await listResourceFiles(config);
+  /** The files of the last listing, for the config they were listed for. */
+  let listing: { key: string; paths: readonly string[] } | undefined;
+
+  /**
+   * The resource files after a file change: the last listing with the changed files put in or
+   * taken out, when every changed path is a file this config reads (or may read); else (a
+   * folder, the config file, a path outside) undefined, and everything is listed again. The
+   * interval pass always lists again, so an event the watcher missed is caught there.
+   */
+  function relisted(config: ResolvedConfig, key: string, trigger: PassTrigger): { paths: string[]; changed: Set<string> } | undefined {
+    if (trigger.reason !== 'file-change' || trigger.full === true || !trigger.files || listing?.key !== key) return undefined;
+    const known = new Set(listing.paths);
+    const changed = new Set<string>();
+    for (const abs of trigger.files) {
+      if (config.file !== undefined && abs === config.file) return undefined;
+      const rel = relative(config.dir, abs).split(sep).join('/');
+      if (rel === '' || rel.startsWith('../') || rel === '..' || isAbsolute(rel)) return undefined;
+      if (!known.has(rel) && selectResourcePaths([rel], config).length !== 1) return undefined;
+      changed.add(rel);
+    }
+    for (const rel of changed) {
+      let st;
+      try { st = lstatSync(join(config.dir, rel)); } catch { st = undefined; }
+      if (st === undefined) known.delete(rel);
+      else if (st.isDirectory()) return undefined;
+      else known.add(rel);
+    }
+    return { paths: [...known].sort(), changed };
+  }
+
+  async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[] }> {
+    const key = JSON.stringify([config.dir, config.file ?? '', config.resources ?? [], config.reading ?? {}]);
+    const quick = relisted(config, key, trigger);
+    const paths = quick?.paths ?? await listResourceFiles(config);
+    listing = { key, paths };
     const seen = new Set(paths);
     // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
     const parsed = await mapLimited(paths, 32, async (path): Promise<ParsedFile> => {
+      // After a file change, only the changed files are looked at again.
+      const kept = quick !== undefined && !quick.changed.has(path) ? cache.get(path) : undefined;
+      if (kept !== undefined) return kept.parsed;
       // A dangling link cannot be statted; readParsedFile says why (and refuses special files,
       // links out of the repository and oversize files, bounded while reading).
       const st = await stat(join(config.dir, path)).catch(() => undefined);
@@ -185,7 +228,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     } catch (err) {
       return invalid(err, opts.log);
     }
-    const loaded = await loadCached(config).catch((err: unknown) => err);
+    const loaded = await loadCached(config, trigger).catch((err: unknown) => err);
     if (loaded instanceof Error) return invalid(loaded, opts.log);
     const { desired, issues, files } = loaded as Awaited<ReturnType<typeof loadCached>>;
     if (issues.length > 0) return invalid(new ConfigError(issues), opts.log);
@@ -229,16 +272,18 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
             ? { live: view.live, reads: 0 }
             : await refreshLive(api, view.live, targets, { concurrency: opts.concurrency, signal });
           if ('live' in read) {
+            const last = view;
+            const replanned = await planLive(desired, read.live, control, (d, l, o) => replan(last.plan, last.desired, d, l, targets, o));
             opts.log.debug(`planned against the live view after ${read.reads} targeted read(s)`);
-            view = { key: viewKey, desired, live: read.live };
+            view = { key: viewKey, desired, live: read.live, plan: replanned };
             pending = { firmwares: [], actions: [] };
-            return { live: read.live, plan: await planLive(desired, read.live, control), full: false };
+            return { live: read.live, plan: replanned, full: false };
           }
           opts.log.debug(`reading everything: ${read.fallback}`);
         }
         view = undefined;
         const planned = await fetchAndPlan(api, desired, opts.concurrency, signal, control);
-        view = { key: viewKey, desired, live: planned.live };
+        view = { key: viewKey, desired, live: planned.live, plan: planned.plan };
         pending = { firmwares: [], actions: [] };
         // Within a file-change pass, the read inside the lock is then targeted at what the plan writes.
         targeted = since !== undefined;

@@ -16,7 +16,7 @@ import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, typ
 import { effectiveLimits } from '../api/limits.js';
 import { parseBaseUrl } from '../api/url.js';
 import { fetchLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
-import { plan as computePlan } from '../core/plan.js';
+import { plan as computePlan, type PlanOptions } from '../core/plan.js';
 import { windowHold } from '../core/windows.js';
 import { checkSafety, type LimitSource } from '../core/safety.js';
 import { settingLocation } from '../load/config-source.js';
@@ -118,14 +118,17 @@ export async function fetchAndPlan(client: ApiClient, desired: DesiredState, con
   return { live, plan: await planLive(desired, live, control) };
 }
 
+/** How a plan is computed: the whole one, or watch's incremental one (src/core/replan.ts). */
+export type Planner = (desired: DesiredState, live: LiveState, options?: PlanOptions) => Plan;
+
 /** The plan of a desired state against a live state already read, with rollout control when given. */
-export async function planLive(desired: DesiredState, live: LiveState, control?: RolloutControl): Promise<Plan> {
-  if (!control) return computePlan(desired, live);
+export async function planLive(desired: DesiredState, live: LiveState, control?: RolloutControl, planner: Planner = computePlan): Promise<Plan> {
+  if (!control) return planner(desired, live);
   const now = control.now();
   const triggeredSince = await observeTriggers(triggerTimesPath(control.journalPath), control.api ?? '', desired, live, now, control.log);
   const windows = control.config.windows ?? [];
   const options = { now, triggeredSince, allowBrokenDependencies: control.allowBrokenDependencies === true };
-  const plan = computePlan(desired, live, { ...options, windows: control.ignoreWindows ? [] : windows });
+  const plan = planner(desired, live, { ...options, windows: control.ignoreWindows ? [] : windows });
   if (control.ignoreWindows && windows.length > 0) {
     const wouldHold = (computePlan(desired, live, { ...options, windows }).held ?? []).filter((h) => h.reason === 'window');
     const what = wouldHold.length > 0 ? `: writes to ${wouldHold.map((h) => `${h.tenant} ${h.kind} ${h.key}`).join(', ')} go ahead although ${wouldHold[0]!.message}` : '; none of them holds a write now';

@@ -100,7 +100,7 @@ export function plan(desired: DesiredState, live: LiveState, options: PlanOption
   };
 }
 
-function sortHeld(held: readonly Held[]): Held[] {
+export function sortHeld(held: readonly Held[]): Held[] {
   return [...held].sort((a, b) => compareStrings(a.tenant, b.tenant) || compareStrings(a.kind, b.kind)
     || (a.kind === 'action' ? Number(a.key) - Number(b.key) : compareStrings(a.key, b.key)));
 }
@@ -506,7 +506,7 @@ function unsatisfiedByComponent(effective: readonly Effective[]): Map<string, { 
   return out;
 }
 
-function sortBroken(list: readonly BrokenDependency[]): BrokenDependency[] {
+export function sortBroken(list: readonly BrokenDependency[]): BrokenDependency[] {
   return [...list].sort((a, b) => compareStrings(a.tenant, b.tenant) || compareStrings(a.key, b.key)
     || compareStrings(a.dependent, b.dependent) || compareStrings(a.component_name, b.component_name));
 }
