@@ -10,7 +10,7 @@
 // The floor is bench/least-client.mjs: it parses with js-yaml (the parser of dus-sync's fast
 // path) and makes the bare requests. Everything talks to emulators on 127.0.0.1 started here.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, mkdirSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -207,10 +207,10 @@ async function benchWatch() {
   const config = join(repo, 'dus-sync.yaml');
   const rssFile = join(work, 'watch-rss.txt');
   const agent = spawn(process.execPath, [...(process.env.DUS_BENCH_WATCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.DUS_BENCH_WATCH_PROF] : []), '--import', pathToFileURL(join(root, 'bench', 'rss-report.mjs')).href,
-    CLI, '--config', config, ...BIG_FLAGS, 'watch', '--journal', join(work, 'jw.jsonl')],
+    CLI, '--config', config, ...BIG_FLAGS, 'watch', '--journal', join(work, 'jw.jsonl'), ...(process.env.DUS_BENCH_WATCH_LOG ? ['--log-level', 'debug', '--log-format', 'json'] : [])],
   { env: { ...process.env, DUS_BASE_URL: emu.url, DUS_API_KEY_ACME: g.key, DUS_BENCH_RSS_FILE: rssFile }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  agent.stderr.on('data', (d) => { log = (log + d).slice(-1_000_000); });
+  agent.stderr.on('data', (d) => { log = (log + d).slice(-1_000_000); if (process.env.DUS_BENCH_WATCH_LOG) appendFileSync(process.env.DUS_BENCH_WATCH_LOG, d); });
   const headers = { 'x-service-api-key': g.key, 'x-service-tenant': 'acme' };
   const samples = [];
   try {

@@ -4,10 +4,10 @@
 import { lstatSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
-import type { ApiLimits, Change, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
+import type { ApiLimits, Change, Clock, DesiredObject, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
-import { assemble, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
+import { assemble, included, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
@@ -21,9 +21,9 @@ import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detai
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, tenantsOf, windowGuard, withApplyLock, type Planned,
 } from './reconcile.js';
-import { refreshLive, type RefreshTargets } from '../api/fetch-live.js';
+import { mergeLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { editedObjects } from '../core/edited.js';
-import { replan } from '../core/replan.js';
+import { editBetween, indexDesired, replan, type DesiredIndex, type Edit } from '../core/replan.js';
 import type { ObjectCounts, PassResult, PassTrigger, ReconcilePass } from './types.js';
 
 export interface PassOptions {
@@ -59,6 +59,16 @@ export interface PassOptions {
 
 interface CachedFile { readonly mtimeMs: number; readonly size: number; readonly parsed: ParsedFile }
 
+/** The changed files of a file-change pass, as parsed before it and now. */
+interface Reread { readonly before: readonly ParsedFile[]; readonly after: readonly ParsedFile[] }
+
+/** The objects a set of parsed files declares into the desired state (the filter's tenants and selector). */
+function declaredIn(files: readonly ParsedFile[], filter: LoadFilter): Set<DesiredObject> {
+  const out = new Set<DesiredObject>();
+  for (const f of files) for (const d of f.documents) if (d.object && included(d.object, filter)) out.add(d.object);
+  return out;
+}
+
 /**
  * The live state as the last pass left it: the last full read, with every record and action
  * read since (targeted reads, the verification after apply) put in. A file change is planned
@@ -68,6 +78,14 @@ interface CachedFile { readonly mtimeMs: number; readonly size: number; readonly
 interface LiveView {
   readonly key: string;
   readonly desired: DesiredState;
+  /** The objects of `desired` by key (replan updates it with each edit). */
+  readonly index: DesiredIndex;
+  /**
+   * Which load of the files `desired` came from: an edit is taken from the files re-read by the
+   * next load only, so a pass that loaded files without planning (an invalid file, say) ends
+   * the chain, and the next pass reads and plans everything.
+   */
+  readonly load: number;
   readonly live: LiveState;
   /** The plan of `desired` against `live`: a file change plans only what it touched and what this did not leave unchanged. */
   readonly plan: Plan;
@@ -144,6 +162,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
   /** The files of the last listing, for the config they were listed for. */
   let listing: { key: string; paths: readonly string[] } | undefined;
+  let loads = 0;
 
   /**
    * The resource files after a file change: the last listing with the changed files put in or
@@ -172,12 +191,14 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     return { paths: [...known].sort(), changed };
   }
 
-  async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[] }> {
+  async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[]; load: number; reread?: Reread }> {
     const key = JSON.stringify([config.dir, config.file ?? '', config.resources ?? [], config.reading ?? {}]);
     const quick = relisted(config, key, trigger);
     const paths = quick?.paths ?? await listResourceFiles(config);
     listing = { key, paths };
     const seen = new Set(paths);
+    // The parses of the changed files before this pass: the edit is what they declared then and now.
+    const earlier = quick === undefined ? undefined : [...quick.changed].flatMap((p) => { const c = cache.get(p); return c ? [c.parsed] : []; });
     // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
     const parsed = await mapLimited(paths, 32, async (path): Promise<ParsedFile> => {
       // After a file change, only the changed files are looked at again.
@@ -193,7 +214,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       return file;
     });
     for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
-    return { ...assemble(parsed, config, opts.filter), files: parsed };
+    const reread = earlier === undefined ? undefined : { before: earlier, after: parsed.filter((f) => quick!.changed.has(f.path)) };
+    return { ...assemble(parsed, config, opts.filter), files: parsed, load: ++loads, ...(reread ? { reread } : {}) };
   }
 
   async function clientFor(config: ResolvedConfig, tenants: readonly string[]): Promise<ApiClient> {
@@ -230,7 +252,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     }
     const loaded = await loadCached(config, trigger).catch((err: unknown) => err);
     if (loaded instanceof Error) return invalid(loaded, opts.log);
-    const { desired, issues, files } = loaded as Awaited<ReturnType<typeof loadCached>>;
+    const { desired, issues, files, reread, load } = loaded as Awaited<ReturnType<typeof loadCached>>;
     if (issues.length > 0) return invalid(new ConfigError(issues), opts.log);
     // An empty repository, or a --tenant or --selector that matches nothing, is an error the
     // agent logs and reports (not ready) until the files or flags are fixed; it keeps running.
@@ -259,8 +281,19 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       // A file change is planned against the live view of the last pass, reading again only what
       // the edit touched; the first pass, the interval, retries and anything a targeted read
       // cannot establish read everything (the drift of what was not edited is healed there).
-      const since = trigger.reason === 'file-change' && trigger.full !== true && view?.key === viewKey ? view : undefined;
-      const edited = since ? editedObjects(since.desired, desired) : undefined;
+      const since = trigger.reason === 'file-change' && trigger.full !== true && view?.key === viewKey && view.load === load - 1 ? view : undefined;
+      // What the edit declared and took away: from the changed files, or (after a full listing) by comparing everything.
+      let edit: Edit | undefined;
+      if (since) {
+        if (reread) {
+          const before = declaredIn(reread.before, opts.filter);
+          const after = declaredIn(reread.after, opts.filter);
+          edit = { index: since.index, added: [...after].filter((o) => !before.has(o)), removed: [...before].filter((o) => !after.has(o)) };
+        } else {
+          edit = { ...editBetween(since.desired, desired) };
+        }
+      }
+      const edited = edit ? editedObjects(edit) : undefined;
       let targeted = since !== undefined && edited !== undefined && edited.moreDeactivations.length === 0;
       let pending: RefreshTargets = edited ?? { firmwares: [], actions: [] };
       if (since && !targeted) opts.log.debug('reading everything: the edit declares more deactivations, whose dependency check needs the whole tenant');
@@ -273,9 +306,12 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
             : await refreshLive(api, view.live, targets, { concurrency: opts.concurrency, signal });
           if ('live' in read) {
             const last = view;
-            const replanned = await planLive(desired, read.live, control, (d, l, o) => replan(last.plan, last.desired, d, l, targets, o));
+            // The edit is put into the index once (the read inside the lock has none left).
+            const change: Edit = edit ?? { index: last.index, added: [], removed: [] };
+            edit = { index: change.index, added: [], removed: [] };
+            const replanned = await planLive(desired, read.live, control, (_d, l, o) => replan(last.plan, change, l, targets, o));
             opts.log.debug(`planned against the live view after ${read.reads} targeted read(s)`);
-            view = { key: viewKey, desired, live: read.live, plan: replanned };
+            view = { key: viewKey, desired, index: change.index, load, live: read.live, plan: replanned };
             pending = { firmwares: [], actions: [] };
             return { live: read.live, plan: replanned, full: false };
           }
@@ -283,7 +319,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         }
         view = undefined;
         const planned = await fetchAndPlan(api, desired, opts.concurrency, signal, control);
-        view = { key: viewKey, desired, live: planned.live, plan: planned.plan };
+        view = { key: viewKey, desired, index: indexDesired(desired), load, live: planned.live, plan: planned.plan };
+        edit = undefined;
         pending = { firmwares: [], actions: [] };
         // Within a file-change pass, the read inside the lock is then targeted at what the plan writes.
         targeted = since !== undefined;
@@ -325,7 +362,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const applyOpts = {
         journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs,
         beforeWrite: (c: Change) => fileChanged(c) ?? windows?.(c),
-        onVerified: (after: LiveState, complete: boolean) => { view = complete && view ? { ...view, live: after } : undefined; },
+        // What the verification read goes into the view (a partial read is merged in).
+        onVerified: (after: LiveState, complete: boolean) => { if (view) view = { ...view, live: complete ? after : mergeLive(view.live, after) }; },
       };
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
         // The plan above told that there is drift; the one executed is made again inside the

@@ -507,3 +507,28 @@ async function runLimited(jobs: readonly (() => Promise<void>)[], width: number)
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(width, jobs.length)) }, worker));
 }
+
+/** `base` with every record and action of `part` (a read of some objects only) put in. */
+export function mergeLive(base: LiveState, part: LiveState): LiveState {
+  const tenants = new Map(base.tenants);
+  for (const [name, t] of part.tenants) {
+    const held = base.tenants.get(name);
+    if (held === undefined) { tenants.set(name, t); continue; }
+    const firmwares = t.firmwares.size > 0 ? new Map(held.firmwares) : held.firmwares;
+    for (const [v, list] of t.firmwares) {
+      // A partial read keeps a record's first bundles only: the declared ones the base kept stay.
+      const before = held.firmwares.get(v) ?? [];
+      (firmwares as Map<string, readonly LiveFirmware[]>).set(v, list.map((r) => {
+        const old = before.find((o) => o.component_name === r.component_name);
+        return old === undefined ? r : { ...r, bundles: [...new Set([...r.bundles, ...old.bundles])].sort() };
+      }));
+    }
+    const actions = t.actions.size > 0 ? new Map(held.actions) : held.actions;
+    for (const [id, a] of t.actions) (actions as Map<number, Action | null>).set(id, a);
+    const errors = new Map(held.actionErrors ?? []);
+    for (const id of t.actions.keys()) errors.delete(id);
+    for (const [id, why] of t.actionErrors ?? []) errors.set(id, why);
+    tenants.set(name, { firmwares, actions, ...(errors.size > 0 ? { actionErrors: errors } : {}) });
+  }
+  return { tenants };
+}

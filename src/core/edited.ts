@@ -1,8 +1,7 @@
 // What an edit of the desired state touched, for watch's incremental pass: the objects whose
 // declaration changed between two loads of the repository. Pure. Watch keeps the parse of every
-// file that did not change, so an untouched object is the very same object in both loads: only
-// the objects of re-read files are compared, by value.
-import type { DesiredAction, DesiredFirmware, DesiredState } from '../model/index.js';
+// file that did not change, so only the objects of re-read files are compared, by value.
+import type { DesiredAction, DesiredFirmware, DesiredObject } from '../model/index.js';
 import { canonicalJson } from './canonical.js';
 
 export interface Edited {
@@ -18,39 +17,30 @@ const firmwareKey = (f: DesiredFirmware): string => `${f.tenant}\0${f.spec.versi
 const actionKey = (a: DesiredAction): string => `${a.tenant}\0${a.id}`;
 const actionText = (a: DesiredAction): string => canonicalJson({ phases: a.phases, paused: a.paused ?? null, pacing: a.pacing ?? null, minSoakMs: a.minSoakMs ?? null });
 
-export function editedObjects(before: DesiredState, after: DesiredState): Edited {
+/** What the edit touched, from the objects it declared (`added`) and took away (`removed`). */
+export function editedObjects(edit: { readonly added: readonly DesiredObject[]; readonly removed: readonly DesiredObject[] }): Edited {
   const firmwares: { tenant: string; version: string; bundle?: string }[] = [];
   const actions: { tenant: string; id: number }[] = [];
   const deactivations = new Map<string, number>();
   const count = (f: DesiredFirmware, by: number): void => {
     if (f.spec.is_deactivated === true) deactivations.set(f.tenant, (deactivations.get(f.tenant) ?? 0) + by);
   };
-
-  const { added: newF, removed: oldF } = replaced(before.firmwares, after.firmwares);
+  const oldF = edit.removed.filter((o): o is DesiredFirmware => o.kind === 'firmware');
   const oldByKey = new Map(oldF.map((f) => [firmwareKey(f), f] as const));
   for (const f of oldF) count(f, -1);
-  for (const f of newF) {
+  for (const f of edit.added) {
+    if (f.kind !== 'firmware') continue;
     count(f, 1);
     const old = oldByKey.get(firmwareKey(f));
-    if (old !== undefined && old.tenant === f.tenant && canonicalJson(old.spec) === canonicalJson(f.spec)) continue;
+    if (old !== undefined && canonicalJson(old.spec) === canonicalJson(f.spec)) continue;
     firmwares.push({ tenant: f.tenant, version: f.spec.version_number, ...(f.spec.bundle_version !== undefined ? { bundle: f.spec.bundle_version } : {}) });
   }
-
-  const { added: newA, removed: oldA } = replaced(before.actions, after.actions);
-  const oldActions = new Map(oldA.map((a) => [actionKey(a), a] as const));
-  for (const a of newA) {
+  const oldActions = new Map(edit.removed.filter((o): o is DesiredAction => o.kind === 'action').map((a) => [actionKey(a), a] as const));
+  for (const a of edit.added) {
+    if (a.kind !== 'action') continue;
     const old = oldActions.get(actionKey(a));
     if (old !== undefined && actionText(old) === actionText(a)) continue;
     actions.push({ tenant: a.tenant, id: a.id });
   }
   return { firmwares, actions, moreDeactivations: [...deactivations].filter(([, n]) => n > 0).map(([t]) => t).sort() };
-}
-
-/** The objects only in `after` and those only in `before`, by identity (the same object: the same parse). */
-function replaced<T extends object>(before: readonly T[], after: readonly T[]): { added: T[]; removed: T[] } {
-  const was = new Set(before);
-  const added = after.filter((o) => !was.has(o));
-  if (added.length === 0 && before.length === after.length) return { added, removed: [] };
-  const is = new Set(after);
-  return { added, removed: before.filter((o) => !is.has(o)) };
 }

@@ -247,7 +247,7 @@ function sortIssues(issues: readonly ConfigIssue[]): ConfigIssue[] {
   return [...issues].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line || a.column - b.column || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0)));
 }
 
-function included(o: DesiredObject, filter: LoadFilter | undefined): boolean {
+export function included(o: DesiredObject, filter: LoadFilter | undefined): boolean {
   if (filter?.tenants && filter.tenants.length > 0 && !filter.tenants.includes(o.tenant)) return false;
   if (filter?.selector) for (const [k, v] of Object.entries(filter.selector)) if (o.labels[k] !== v) return false;
   return true;
