@@ -333,7 +333,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const drift = mapOf(objects, (c) => c.drift);
       const conflicts = mapOf(objects, (c) => c.conflict);
       warnProblems(plan);
-      detail = passDetail({ desired, live, plan });
+      detail = passDetail({ desired, live, plan, tenants });
       const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail, held: plan.held ?? [] };
       const problems = plan.conflicts.length + plan.errors.length;
       const outcome = problems > 0 ? 'conflict' : 'success';
@@ -369,10 +369,10 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
         const again = await readAndPlan(plan);
-        detail = passDetail({ desired, live: again.live, plan: again.plan });
+        detail = passDetail({ desired, live: again.live, plan: again.plan, tenants });
         enforceSafety(again.plan, config, {});
         const done = await execute(again.plan, again.live, api, locked, applyOpts);
-        detail = passDetail({ desired, live: again.live, plan: again.plan, results: done.results });
+        detail = passDetail({ desired, live: again.live, plan: again.plan, results: done.results, tenants });
         return { report: done, fresh: again.plan };
       });
       for (const r of report.results) {

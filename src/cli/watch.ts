@@ -51,6 +51,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   };
   if (first) followConfig(first);
   const targets: WatchTargets = first ? watchTargets(first) : fallbackTargets(cwd, globals.config ?? (env.DUS_CONFIG?.trim() || undefined), globals.dir);
+  let targetsKey = first ? JSON.stringify([first.dir, first.file ?? '', first.resources ?? [], first.reading ?? {}]) : '';
+  let currentTargets = targets;
   const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;
 
   // The page's memory is kept (and redacted each pass) only when something can serve it.
@@ -80,7 +82,15 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     onLockHeld: (held) => metrics.setLockHeld(held),
     onConfig: (c) => {
       followConfig(c);
-      loop.watcher?.reconfigure({ ...watchTargets(c), intervalMs: intervalOf(c) });
+      // The same targets while what they depend on stays the same: a new filter each pass threw
+      // away its cache of glob answers, and chokidar asks it about every file of a folder on
+      // each save in it (20,000 glob matches per save in a large repository).
+      const key = JSON.stringify([c.dir, c.file ?? '', c.resources ?? [], c.reading ?? {}]);
+      if (key !== targetsKey) {
+        targetsKey = key;
+        currentTargets = watchTargets(c);
+      }
+      loop.watcher?.reconfigure({ ...currentTargets, intervalMs: intervalOf(c) });
     },
   });
   const agent = new Watcher({

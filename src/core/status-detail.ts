@@ -115,6 +115,8 @@ export interface DetailInput {
   readonly plan: Plan;
   /** The apply's results; absent when nothing was written (dry run, suspend, unsafe, in sync). */
   readonly results?: readonly ChangeResult[];
+  /** The desired state's tenants, sorted, when the caller knows them (saves a walk of every object). */
+  readonly tenants?: readonly string[];
 }
 
 export function locatedOf(source: SourceLocation | undefined): Located | undefined {
@@ -148,7 +150,7 @@ interface Grouped {
 }
 
 export function passDetail(input: DetailInput): PassDetail {
-  const tenants = tenantsOf(input.desired);
+  const tenants = input.tenants ?? tenantsOf(input.desired);
   const grouped: Grouped = {
     changes: byTenant(input.plan.changes, (c) => c.tenant),
     conflicts: byTenant(input.plan.conflicts, (c) => c.tenant),

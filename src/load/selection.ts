@@ -56,6 +56,8 @@ function configuredTenants(config: ResolvedConfig): Set<string> {
  */
 export function checkSelection(files: readonly ParsedFile[], config: ResolvedConfig, filter: LoadFilter | undefined): void {
   checkNotEmpty(files, config);
+  // Without --tenant or --selector there is nothing to match (and no walk of every document).
+  if ((filter?.tenants ?? []).length === 0 && Object.keys(filter?.selector ?? {}).length === 0) return;
   const objects = files.flatMap((f) => f.documents.flatMap((d) => (d.object ? [d.object] : [])));
   const withDocuments = new Set(objects.map((o) => o.tenant));
   const tenants = filter?.tenants ?? [];
