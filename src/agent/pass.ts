@@ -57,7 +57,17 @@ export interface PassOptions {
   readonly onLockHeld?: (held: boolean) => void;
 }
 
-interface CachedFile { readonly mtimeMs: number; readonly size: number; readonly parsed: ParsedFile }
+/**
+ * A parse, and the file it came from: size, modification time, change time and inode. The
+ * modification time alone can be set back (rsync -a, cp -p, tar, a checkout that restores
+ * times), and an edit of the same size then went unseen forever; the change time cannot be set,
+ * and a file replaced by rename has another inode.
+ */
+interface CachedFile { readonly stamp: string; readonly parsed: ParsedFile }
+
+function stampOf(st: { size: number; mtimeMs: number; ctimeMs: number; ino: number; dev: number }): string {
+  return `${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}:${st.dev}`;
+}
 
 /** The changed files of a file-change pass, as parsed before it and now. */
 interface Reread { readonly before: readonly ParsedFile[]; readonly after: readonly ParsedFile[] }
@@ -208,9 +218,9 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       // links out of the repository and oversize files, bounded while reading).
       const st = await stat(join(config.dir, path)).catch(() => undefined);
       const hit = cache.get(path);
-      if (st && hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.parsed;
+      if (st && hit && hit.stamp === stampOf(st)) return hit.parsed;
       const file = readParsedFile(config, path);
-      if (st) cache.set(path, { mtimeMs: st.mtimeMs, size: st.size, parsed: file });
+      if (st) cache.set(path, { stamp: stampOf(st), parsed: file });
       return file;
     });
     for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
@@ -244,8 +254,11 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
   const pass: ReconcilePass = async (trigger: PassTrigger, signal: AbortSignal): Promise<PassResult> => {
     let config: ResolvedConfig;
+    let configStamp: string | undefined;
     try {
       config = await resolveConfig({ config: opts.configFile, dir: opts.dir, cwd: opts.cwd, env: opts.env });
+      // Taken now, before anything is planned from it: see fileGuard.
+      try { configStamp = config.file !== undefined ? stampOf(statSync(config.file)) : undefined; } catch { configStamp = undefined; }
       opts.onConfig?.(config);
     } catch (err) {
       return invalid(err, opts.log);
@@ -299,7 +312,12 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       if (since && !targeted) opts.log.debug('reading everything: the edit declares more deactivations, whose dependency check needs the whole tenant');
       /** Reads (targeted, or everything) and plans; the view then holds what was read. */
       const readAndPlan = async (after?: Plan): Promise<Planned & { full: boolean }> => {
-        if (targeted && view?.key === viewKey) {
+        // A deactivation is written only after a full read: its dependency check needs the
+        // tenant as it is now (another actor may have deactivated what satisfied it), and the
+        // view holds only what the edits touched since the last full read.
+        const deactivates = after?.changes.some((c) => c.kind === 'firmware' && c.body.is_deactivated === true && c.before.is_deactivated !== undefined) === true;
+        if (deactivates) opts.log.debug('reading everything: the plan deactivates firmware');
+        if (targeted && !deactivates && view?.key === viewKey) {
           const targets = refreshTargetsOf(after?.changes ?? [], pending);
           const read = targets.firmwares.length + targets.actions.length === 0
             ? { live: view.live, reads: 0 }
@@ -358,7 +376,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       }
       const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
       const windows = windowGuard(config, opts.ignoreWindows, () => opts.clock.now());
-      const fileChanged = fileGuard(config, files);
+      const fileChanged = fileGuard(config, files, configStamp);
       const applyOpts = {
         journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs,
         beforeWrite: (c: Change) => fileChanged(c) ?? windows?.(c),
@@ -428,16 +446,22 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
    * (`paused: true` pulled during a long apply, say) is planned by the next pass, which the
    * change triggers. One stat per write, against what the pass read.
    */
-  function fileGuard(config: ResolvedConfig, files: readonly ParsedFile[]): (c: Change) => string | undefined {
+  function fileGuard(config: ResolvedConfig, files: readonly ParsedFile[], configStamp: string | undefined): (c: Change) => string | undefined {
     const byShown = new Map(files.map((f) => [f.file, f.path] as const));
     return (c) => {
+      // The config too: a deny window or suspend: true saved mid-pass holds what is left.
+      if (config.file !== undefined) {
+        let now: string | undefined;
+        try { now = stampOf(statSync(config.file)); } catch { now = undefined; }
+        if (now !== configStamp) return `${config.file} changed during the pass, so it was not written; the next pass plans with the new config`;
+      }
       const shown = c.source?.file;
       const path = shown === undefined ? undefined : byShown.get(shown);
       if (path === undefined) return undefined;
       const was = cache.get(path);
-      let now: { mtimeMs: number; size: number } | undefined;
-      try { now = statSync(join(config.dir, path)); } catch { now = undefined; }
-      if (was !== undefined && now !== undefined && now.mtimeMs === was.mtimeMs && now.size === was.size) return undefined;
+      let now: string | undefined;
+      try { now = stampOf(statSync(join(config.dir, path))); } catch { now = undefined; }
+      if (was !== undefined && now !== undefined && now === was.stamp) return undefined;
       return `${shown} changed during the pass, so it was not written; the next pass plans it from the new file`;
     };
   }

@@ -134,12 +134,21 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
   // the plan may count on an activation (or a dependency change) of the same run, and if that
   // was not applied, the deactivation is checked again against what was (checkDeactivation).
   const isDeactivation = (ch: Chain): boolean => ch.changes.every((c) => c.kind === 'firmware' && c.body.is_deactivated === true && c.before.is_deactivated !== undefined);
-  const waves = [chains.filter((ch) => !isDeactivation(ch)), chains.filter(isDeactivation)];
+  // Among the deactivations, those of firmware that has dependencies of its own go first and one
+  // at a time: if one fails, what it depends on must stay (the check of each later one sees it).
+  const hasDependencies = (ch: Chain): boolean => ch.changes.some((c) => c.kind === 'firmware'
+    && (deps.live.tenants.get(c.tenant)?.firmwares.get(c.key) ?? []).some((r) => r.component_name === c.component_name && r.dependencies.length > 0));
+  const deactivations = chains.filter(isDeactivation);
+  const waves: { chains: Chain[]; oneByOne: boolean }[] = [
+    { chains: chains.filter((ch) => !isDeactivation(ch)), oneByOne: false },
+    { chains: deactivations.filter(hasDependencies), oneByOne: true },
+    { chains: deactivations.filter((ch) => !hasDependencies(ch)), oneByOne: false },
+  ];
   for (const wave of waves) {
-    if (wave.length === 0) continue;
-    chains = wave;
+    if (wave.chains.length === 0) continue;
+    chains = wave.chains;
     next = 0;
-    const width = Math.max(1, Math.min(Math.floor(deps.concurrency) || 1, wave.length));
+    const width = wave.oneByOne ? 1 : Math.max(1, Math.min(Math.floor(deps.concurrency) || 1, wave.chains.length));
     await Promise.all(Array.from({ length: width }, worker));
   }
   return report(plan.changes.map((c) => run.results.get(c)!), run.diverged);
@@ -154,20 +163,23 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
 function checkDeactivation(c: FirmwareChange, run: Run, plan: Plan): string | undefined {
   if (c.body.is_deactivated !== true || c.before.is_deactivated === undefined) return undefined;
   if ((plan.broken_dependencies ?? []).some((b) => b.tenant === c.tenant && b.key === c.key)) return undefined;
-  // Once per tenant (the other writes are all done when deactivations start): what was missed,
-  // and what stays unsatisfied with what was applied and every deactivation of the plan.
+  // Deactivations run one at a time, after every other write: what was missed so far (another
+  // write, or a deactivation before this one, that was not applied), and with it what stays
+  // unsatisfied once what was applied and the deactivations still to come are done. Made again
+  // only when something more was missed.
+  const firmware = plan.changes.filter((o): o is FirmwareChange => o.kind === 'firmware' && o.tenant === c.tenant && o !== c);
+  const missed = firmware.filter((o) => {
+    const r = run.results.get(o);
+    return r !== undefined && r.status !== 'applied' && !(r.message ?? '').startsWith(ALREADY_THERE);
+  });
+  if (missed.length === 0) return undefined;
   let check = run.deactivationChecks.get(c.tenant);
-  if (check === undefined) {
-    const firmware = plan.changes.filter((o): o is FirmwareChange => o.kind === 'firmware' && o.tenant === c.tenant);
-    const deactivation = (o: FirmwareChange): boolean => o.body.is_deactivated === true && o.before.is_deactivated !== undefined;
-    const missed = firmware.filter((o) => !deactivation(o) && run.results.get(o)?.status !== 'applied' && !(run.results.get(o)?.message ?? '').startsWith(ALREADY_THERE));
-    check = missed.length === 0 ? { missed } : { missed, unsatisfied: unsatisfiedAfter(c.tenant, run.deps.live, firmware.filter((o) => !missed.includes(o))) };
+  if (check === undefined || check.missed.length !== missed.length) {
+    check = { missed, unsatisfied: unsatisfiedAfter(c.tenant, run.deps.live, [c, ...firmware.filter((o) => !missed.includes(o))]) };
     run.deactivationChecks.set(c.tenant, check);
   }
-  if (check.unsatisfied === undefined) return undefined;
-  const lost = dependentsLeft(c, check.unsatisfied);
+  const lost = dependentsLeft(c, check.unsatisfied!);
   if (lost.length === 0) return undefined;
-  const missed = check.missed;
   const shown = lost.length > 3 ? `${lost.slice(0, 3).join(', ')} and ${lost.length - 3} more` : lost.join(', ');
   return `firmware ${c.key} was not deactivated: the plan counted on ${missed.map((o) => `firmware ${o.key}`).slice(0, 3).join(', ')}${missed.length > 3 ? ` and ${missed.length - 3} more` : ''}, which ${missed.length === 1 ? 'was' : 'were'} not applied, and without ${missed.length === 1 ? 'it' : 'them'} deactivating it leaves ${shown} unsatisfied; plan again`;
 }

@@ -136,12 +136,13 @@ async function refuseAgainstRolloutControl(saved: Plan, config: ResolvedConfig, 
   const files = await readParsedFiles(config).catch((err: unknown) => err as Error);
   const loaded = files instanceof Error ? { desired: { actions: [] as DesiredState['actions'] }, issues: [] } : assemble(files, config);
   const ids = new Set(appends.map((c) => `${c.tenant}\0${c.action_id}`));
+  // An invalid checkout may be the very file that pauses an action: nothing is written.
+  if (loaded.issues.length > 0) throw new ConfigError(loaded.issues);
   const declared = loaded.desired.actions.filter((a) => ids.has(`${a.tenant}\0${a.id}`));
   if (declared.length === 0) {
     log.warn('the checkout declares none of the saved plan\'s actions, so whether they are paused or gated now cannot be checked');
     return;
   }
-  if (loaded.issues.length > 0) throw new ConfigError(loaded.issues);
   const now = await planLive({ firmwares: [], actions: declared, files: [] }, live, rolloutControl(config, log, opts));
   const planned = new Set(now.changes.map((c) => (c.kind === 'phase' ? `${c.tenant}\0${c.action_id}\0${c.index}` : '')));
   const refused = new Map<string, string>();

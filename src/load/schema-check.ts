@@ -203,6 +203,8 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
       return { ...where(at.value), message: `${name} must be at most ${String((e.params as { limit: number }).limit)}` };
     case 'minLength':
       return { ...where(at.value ?? at.key), message: `${name} must not be empty` };
+    case 'minItems':
+      return { ...where(at.value ?? at.key), message: `${name} must not be an empty list; leave it out to mean all` };
     case 'pattern':
       return { ...where(at.value), message: patternMessage(name, String((e.params as { pattern: string }).pattern)) };
     case 'not':

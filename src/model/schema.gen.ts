@@ -353,13 +353,17 @@ export interface SyncWindow {
    */
   timezone?: string;
   /**
-   * The tenants it applies to (default: all); each must be a tenant of the repository.
+   * The tenants it applies to (default: all, when left out); each must be a tenant of the repository. An empty list would hold nothing, so it is refused.
+   *
+   * @minItems 1
    */
-  tenants?: string[];
+  tenants?: [string, ...string[]];
   /**
-   * The kinds of objects it applies to (default: both).
+   * The kinds of objects it applies to (default: both, when left out). An empty list would hold nothing, so it is refused.
+   *
+   * @minItems 1
    */
-  kinds?: ("Firmware" | "Action")[];
+  kinds?: ["Firmware" | "Action", ...("Firmware" | "Action")[]];
 }
 /**
  * Bounds on every answer of the API; --max-response-size, --request-timeout and --fetch-timeout override them.

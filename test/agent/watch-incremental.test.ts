@@ -3,7 +3,7 @@
 // the edit touched (no bundle list), drift elsewhere is still healed by the interval's full
 // read, and a `paused: true` that lands while a pass is appending stops the appends.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -120,6 +120,22 @@ describe('watch after a file change', () => {
     await waitFor(() => emulator!.store.firmwaresByVersion('acme', '1.9.2')[0]!.uncompressed_size === 5151, 10_000, 'the new declaration to be applied');
     expect(log()).toMatch(/reading everything: firmware 1\.9\.2 of tenant acme was not in the last full read/);
     expect(emulator.stats.byRoute[LIST] ?? 0).toBeGreaterThan(listed);
+  });
+
+  it('an edit of the same size with the old modification time (rsync -a, cp -p, tar) is still seen', async () => {
+    emulator = await startEmulator({ seed: seed() });
+    dir = mkdtempSync(join(tmpdir(), 'dus-watch-incr-'));
+    write('dus-sync.yaml', CONFIG('10m'));
+    write('tenants/acme/b3.yaml', firmware('1.3.0', 1000));
+    const { log } = watch();
+    await waitFor(() => passes(log(), 'start') === 1, 15_000, 'the first pass');
+    const file = join(dir, 'tenants/acme/b3.yaml');
+    const old = statSync(file);
+    // Replaced by rename, same size, modification time put back.
+    writeFileSync(`${file}.tmp`, firmware('1.3.0', 2000));
+    utimesSync(`${file}.tmp`, old.atime, old.mtime);
+    renameSync(`${file}.tmp`, file);
+    await waitFor(() => emulator!.store.firmwaresByVersion('acme', '1.3.0')[0]!.uncompressed_size === 2000, 10_000, 'the edit to be applied');
   });
 
   it('paused: true written while a pass is appending stops its appends', async () => {

@@ -418,6 +418,22 @@ describe('executePlan', () => {
     expect(ok.api.puts).toEqual(['acme/1.2.0', 'acme/1.1.0']);
   });
 
+  it('when deactivating a dependent fails, what it depends on is not deactivated after it', async () => {
+    const api = fakeWith({ putFault: (v) => v === '2.0.0' });
+    api.addFirmware('acme', '1.1.0', {}, 'b1');
+    api.addFirmware('acme', '2.0.0', { dependencies: [{ component_name: 'boot', min_version: '1.1.0' }] }, 'b2');
+    api.records.get('acme/1.1.0')!.component_name = 'boot';
+    const off = (key: string, component: string): FirmwareChange => ({
+      tenant: 'acme', kind: 'firmware', op: 'update', key, component_name: component,
+      before: { is_deactivated: false }, after: { is_deactivated: true },
+      body: { is_deactivated: true, uncompressed_size: 1000, dependencies: key === '2.0.0' ? [{ component_name: 'boot', min_version: '1.1.0' }] : [] },
+    });
+    const report = await executePlan(planOf([off('1.1.0', 'boot'), off('2.0.0', 'modem')]), deps(api));
+    expect(report.results.map((r) => `${r.change.key}:${r.status}`)).toEqual(['1.1.0:failed', '2.0.0:failed']);
+    expect(report.results[0]!.message).toMatch(/firmware 1\.1\.0 was not deactivated: the plan counted on firmware 2\.0\.0/);
+    expect(api.puts).toEqual([]);
+  });
+
   it('a PUT decided on a read is not sent when the lock was taken over meanwhile', async () => {
     const api = fakeWith({});
     let checks = 0;
