@@ -138,6 +138,20 @@ describe('watch after a file change', () => {
     await waitFor(() => emulator!.store.firmwaresByVersion('acme', '1.3.0')[0]!.uncompressed_size === 2000, 10_000, 'the edit to be applied');
   });
 
+  it('a file change that deactivates firmware reads the whole tenant before writing (its dependency check needs it now)', async () => {
+    emulator = await startEmulator({ seed: seed(), pageSize: 5 });
+    dir = mkdtempSync(join(tmpdir(), 'dus-watch-incr-'));
+    write('dus-sync.yaml', CONFIG('10m'));
+    write('tenants/acme/b4.yaml', firmware('1.4.0', 1000));
+    const { log } = watch();
+    await waitFor(() => passes(log(), 'start') === 1, 15_000, 'the first pass');
+    const listed = emulator.stats.byRoute[LIST] ?? 0;
+    write('tenants/acme/b4.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "1.4.0", is_deactivated: true }\n');
+    await waitFor(() => emulator!.store.firmwaresByVersion('acme', '1.4.0')[0]!.is_deactivated === true, 10_000, 'the deactivation');
+    expect(log()).toContain('reading everything: the plan deactivates firmware');
+    expect(emulator.stats.byRoute[LIST] ?? 0).toBeGreaterThan(listed);
+  });
+
   it('paused: true written while a pass is appending stops its appends', async () => {
     // Every request takes 250 ms: 12 appends take several seconds.
     emulator = await startEmulator({ seed: seed(), faults: { latencyMs: 250 } });

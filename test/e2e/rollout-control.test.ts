@@ -2,7 +2,7 @@
 // action, a gated one whose phases the emulator triggers on a clock this test moves, a deny
 // window, and a deactivation that would break a dependency.
 import { afterEach, describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
 import { runCli, treesRemovedAfterAll } from './helpers.js';
@@ -124,6 +124,15 @@ describe('rollout control through the CLI', () => {
     expect(apply.stderr).toContain('action 1 in acme: action 1 is paused');
     expect(apply.stderr).toContain('action 2 in acme');
     expect(apply.stderr).toContain('nothing was written');
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+    expect(emu.store.getAction('acme', 2)!.phases).toEqual([]);
+    // Paused in a file that does not validate (a typo beside the pause): refused, nothing written.
+    // (action 2's file moved away: the only file naming a plan's action is the invalid one)
+    writeFileSync(join(dir, 'actions/one.yaml'), action(1, '  paused: true\n  min_sok: 30m\n'));
+    rmSync(join(dir, 'actions/two.yaml'));
+    const typo = await runCli(['apply', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain('min_sok');
     expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
     expect(emu.store.getAction('acme', 2)!.phases).toEqual([]);
     // Taken off again, the same saved plan applies as it was approved.

@@ -96,6 +96,9 @@ describe('window and soak configs through the CLI', () => {
       ['{ name: w, kind: deny, schedule: "0 0 * * *", duration: 1h }\n  - { name: w, kind: allow, schedule: "0 9 * * *", duration: 1h }', /dus-sync\.yaml:9:\d+: windows\[1\]\.name is the name of windows\[0\] too \(line 8\)/],
       ['{ name: w, kind: deny, schedule: "0 0 0 1 1 * 2030", duration: 1h }', /dus-sync\.yaml:8:\d+: windows\[0\]\.schedule is not a cron expression of 5 fields \(or 6 with seconds\)/],
       ['{ name: w, kind: allow, schedule: "0 0 30 2 *", duration: 1h }', /dus-sync\.yaml:8:\d+: windows\[0\]\.schedule never opens/],
+      // An empty list would make a freeze hold nothing (the second tester round).
+      ['{ name: w, kind: deny, schedule: "* * * * *", duration: 1h, tenants: [] }', /dus-sync\.yaml:8:\d+: tenants must not be an empty list; leave it out to mean all/],
+      ['{ name: w, kind: deny, schedule: "* * * * *", duration: 1h, kinds: [] }', /dus-sync\.yaml:8:\d+: kinds must not be an empty list; leave it out to mean all/],
     ];
     for (const [window, message] of cases) {
       const dir = tree({ 'dus-sync.yaml': CONFIG(`windows:\n  - ${window}\n`), 'a.yaml': ACTION });
