@@ -23,6 +23,7 @@ import {
 } from './reconcile.js';
 import { mergeLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { editedObjects } from '../core/edited.js';
+import { resourcesKey } from './targets.js';
 import { editBetween, indexDesired, replan, type DesiredIndex, type Edit } from '../core/replan.js';
 import type { ObjectCounts, PassResult, PassTrigger, ReconcilePass } from './types.js';
 
@@ -202,7 +203,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
   }
 
   async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[]; load: number; reread?: Reread }> {
-    const key = JSON.stringify([config.dir, config.file ?? '', config.resources ?? [], config.reading ?? {}]);
+    const key = resourcesKey(config);
     const quick = relisted(config, key, trigger);
     const paths = quick?.paths ?? await listResourceFiles(config);
     listing = { key, paths };

@@ -41,6 +41,11 @@ function insideRepository(repository: string, followExternal: boolean): (path: s
   };
 }
 
+/** What the list of resource files depends on in a config: same key, same files and same watch targets. */
+export function resourcesKey(config: ResolvedConfig): string {
+  return JSON.stringify([config.dir, config.file ?? '', config.resources ?? [], config.reading ?? {}]);
+}
+
 export function watchTargets(config: ResolvedConfig): WatchTargets {
   // The folders the loader walks (src/load/find.ts): each glob's folder before its first
   // wildcard (a literal file's folder, so that it may be created or replaced), within --dir.

@@ -11,7 +11,7 @@ import { systemClock } from '../agent/reconcile.js';
 import { installSignalHandlers } from '../agent/signals.js';
 import { StatusBoard } from '../agent/status-page.js';
 import { VERSION } from '../version.js';
-import { fallbackTargets, watchTargets, type WatchTargets } from '../agent/targets.js';
+import { fallbackTargets, resourcesKey, watchTargets, type WatchTargets } from '../agent/targets.js';
 import { Watcher } from '../agent/watch.js';
 import { apiLimitFlags, concurrencyFlags, configEnv, parseSelector, useColor, type GlobalOptions } from './context.js';
 
@@ -51,7 +51,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   };
   if (first) followConfig(first);
   const targets: WatchTargets = first ? watchTargets(first) : fallbackTargets(cwd, globals.config ?? (env.DUS_CONFIG?.trim() || undefined), globals.dir);
-  let targetsKey = first ? JSON.stringify([first.dir, first.file ?? '', first.resources ?? [], first.reading ?? {}]) : '';
+  let targetsKey = first ? resourcesKey(first) : '';
   let currentTargets = targets;
   const intervalOf = (c: ResolvedConfig | undefined): number => intervalFlag ?? c?.watchIntervalMs ?? 5 * 60_000;
 
@@ -85,7 +85,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
       // The same targets while what they depend on stays the same: a new filter each pass threw
       // away its cache of glob answers, and chokidar asks it about every file of a folder on
       // each save in it (20,000 glob matches per save in a large repository).
-      const key = JSON.stringify([c.dir, c.file ?? '', c.resources ?? [], c.reading ?? {}]);
+      const key = resourcesKey(c);
       if (key !== targetsKey) {
         targetsKey = key;
         currentTargets = watchTargets(c);

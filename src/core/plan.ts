@@ -410,27 +410,17 @@ function checkDependencies(items: readonly FirmwareOutcome[], live: LiveState, a
       if (fw.tenant !== tenant) continue;
       for (const c of outcome.changes) if (c.kind === 'firmware') changed.set(recordKey(c.component_name, c.key), c);
     }
-    const effective: Effective[] = [];
-    const versions = [...(live.tenants.get(tenant)?.firmwares.keys() ?? [])].sort(compareStrings);
-    for (const version of versions) {
-      for (const record of live.tenants.get(tenant)!.firmwares.get(version)!) {
-        const c = changed.get(recordKey(record.component_name, record.version_number));
-        effective.push({
-          record,
-          active: c ? !c.body.is_deactivated : record.is_deactivated !== true,
-          dependencies: c ? c.body.dependencies : record.dependencies,
-        });
-      }
-    }
     // The dependencies left unsatisfied once the plan is applied, by the component they need:
     // found in one pass (each component's highest active version), not per deactivation and
     // record (that was quadratic: minutes at 200,000 records with deactivations declared).
-    const unsatisfied = unsatisfiedByComponent(effective);
+    const unsatisfied = unsatisfiedAfter(tenant, live, [...changed.values()]);
     for (const { fw, outcome } of deactivating) {
       if (fw.tenant !== tenant) continue;
       const change = outcome.changes.find((c): c is FirmwareChange => c.kind === 'firmware')!;
       const lost: string[] = [];
-      for (const { e, dep } of unsatisfied.get(change.component_name) ?? []) {
+      // By the dependent's version, as before (unsatisfiedAfter keeps the live state's order).
+      const entries = [...(unsatisfied.get(change.component_name) ?? [])].sort((a, b) => compareStrings(a.e.record.version_number, b.e.record.version_number));
+      for (const { e, dep } of entries) {
         if (!atLeast(change.key, dep.min_version)) continue;
         const dependent = `${e.record.component_name} ${e.record.version_number}`;
         lost.push(`${clip(dependent, 120)} (needs ${clip(dep.component_name, 60)} >= ${clip(dep.min_version, 60)})`);

@@ -1,4 +1,9 @@
 // Test doubles for the agent: a fake clock for the loop and a scriptable reconcile pass.
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import type { RunningEmulator } from '../../src/emulator/index.js';
+import { dirname, join } from 'node:path';
+import { afterEach } from 'vitest';
 import type { PassResult, PassTrigger, Timers } from '../../src/agent/types.js';
 import type { Logger } from '../../src/model/index.js';
 
@@ -94,4 +99,29 @@ export async function waitFor(cond: () => boolean, ms = 5000, what = 'condition'
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** What an end-to-end agent test starts: the emulator, the agent process, its folder. */
+export interface AgentRun {
+  emulator?: RunningEmulator;
+  child?: ChildProcess;
+  dir?: string;
+}
+
+/** An AgentRun whose agent is killed, emulator closed and folder removed after each test. */
+export function agentRunPerTest(): AgentRun {
+  const run: AgentRun = {};
+  afterEach(async () => {
+    run.child?.kill('SIGKILL');
+    await run.emulator?.close();
+    if (run.dir) rmSync(run.dir, { recursive: true, force: true });
+    run.child = undefined; run.emulator = undefined; run.dir = undefined;
+  });
+  return run;
+}
+
+/** Writes a file below `dir`, making its folders. */
+export function writeBelow(dir: string, path: string, text: string): void {
+  mkdirSync(dirname(join(dir, path)), { recursive: true });
+  writeFileSync(join(dir, path), text);
 }
