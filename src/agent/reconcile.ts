@@ -11,11 +11,12 @@ import type {
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
 import { assemble, displayPath, readParsedFiles, type LoadFilter, type LoadResult } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
-import { readApiKeys } from '../load/keys.js';
+import { readApiKeys, readAvailableKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { parseBaseUrl } from '../api/url.js';
 import { fetchLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
+import { prefetchBundles, type BundlePrefetch } from '../api/prefetch.js';
 import { plan as computePlan, type PlanOptions } from '../core/plan.js';
 import { windowHold } from '../core/windows.js';
 import { checkSafety, type LimitSource } from '../core/safety.js';
@@ -70,9 +71,12 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
   if (!config.baseUrl) {
     throw new UserError('no API base URL: set base_url in dus-sync.yaml or the DUS_BASE_URL environment variable');
   }
-  const keys = await readApiKeys(config, tenants, opts.env);
+  return clientWith(config.baseUrl, config, await readApiKeys(config, tenants, opts.env), opts);
+}
+
+function clientWith(baseUrl: string, config: ResolvedConfig, keys: ReadonlyMap<string, string>, opts: ConnectOptions): ApiClient {
   return createApiClient({
-    baseUrl: config.baseUrl,
+    baseUrl,
     keys,
     tenantIds: tenantIdsOf(config),
     insecureHttp: opts.insecureHttp,
@@ -91,6 +95,50 @@ export async function connect(config: ResolvedConfig, tenants: readonly string[]
 /** tenants.NAME.tenant_id where the config sets one. */
 export function tenantIdsOf(config: ResolvedConfig): Map<string, string> {
   return new Map(Object.entries(config.tenants).flatMap(([name, t]) => (t.tenantId !== undefined ? [[name, t.tenantId] as const] : [])));
+}
+
+/** Tenants read ahead at most: a config that lists more reads nothing ahead (most would be reads for nothing). */
+const MAX_READ_AHEAD_TENANTS = 8;
+
+/** The bundle lists being read while the desired state loads, and the client that reads them. */
+export interface ReadAhead {
+  readonly client: ApiClient;
+  readonly prefetch: BundlePrefetch;
+  /** The tenants read ahead: the client holds their keys. */
+  readonly tenants: readonly string[];
+  /** Stops the reads and closes the client. */
+  close(): Promise<void>;
+}
+
+/**
+ * plan's read-ahead: the bundle lists of the tenants the config names (tenants:, default_tenant,
+ * narrowed by --tenant), for those whose key can be read, start before the desired state is
+ * loaded. Nothing is read ahead when anything is unclear (no base URL, no key, a client that
+ * cannot be made, too many tenants): connect() then says what is wrong, after the load, as before.
+ */
+export async function readAhead(config: ResolvedConfig, filter: LoadFilter, opts: ConnectOptions): Promise<ReadAhead | undefined> {
+  if (!config.baseUrl) return undefined;
+  const named = new Set(Object.keys(config.tenants));
+  if (config.defaultTenant !== undefined) named.add(config.defaultTenant);
+  const only = filter.tenants !== undefined && filter.tenants.length > 0 ? new Set(filter.tenants) : undefined;
+  const tenants = [...named].filter((t) => only === undefined || only.has(t)).sort();
+  if (tenants.length === 0 || tenants.length > MAX_READ_AHEAD_TENANTS) return undefined;
+  const keys = await readAvailableKeys(config, tenants, opts.env);
+  if (keys.size === 0) return undefined;
+  let client: ApiClient;
+  try {
+    client = clientWith(config.baseUrl, config, keys, opts);
+  } catch {
+    return undefined;
+  }
+  const prefetch = prefetchBundles(client, [...keys.keys()]);
+  return {
+    client, prefetch, tenants: [...keys.keys()],
+    async close() {
+      await prefetch.stop();
+      await client.close();
+    },
+  };
 }
 
 export interface Planned {
@@ -113,8 +161,8 @@ export interface RolloutControl {
   readonly ignoreWindows?: boolean;
 }
 
-export async function fetchAndPlan(client: ApiClient, desired: DesiredState, concurrency: number, signal?: AbortSignal, control?: RolloutControl): Promise<Planned> {
-  const live = await fetchLive(client, desired, { concurrency, signal });
+export async function fetchAndPlan(client: ApiClient, desired: DesiredState, concurrency: number, signal?: AbortSignal, control?: RolloutControl, prefetched?: BundlePrefetch): Promise<Planned> {
+  const live = await fetchLive(client, desired, { concurrency, signal, ...(prefetched ? { prefetched } : {}) });
   return { live, plan: await planLive(desired, live, control) };
 }
 

@@ -1,16 +1,20 @@
 // The live state the desired state needs, read in one pass per tenant: the bundle pages
 // (only for tenants that declare firmwares) and only the actions that are declared.
+import { setMaxListeners } from 'node:events';
 import { compareVersions } from '../core/version-order.js';
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
 import { ACTIONS_BUDGET_FACTOR, BUNDLES_KEPT_PER_RECORD, formatDuration, formatSize, RECORD_OVERHEAD, RECORDS_BUDGET_FACTOR } from './limits.js';
 import type { TenantClient } from './types.js';
+import { prefetchBundles, type BundlePrefetch } from './prefetch.js';
 
 export interface FetchLiveOptions {
   /** Action reads in flight per tenant (the client's limiter bounds them further). */
   readonly concurrency?: number;
   readonly signal?: AbortSignal;
+  /** Bundle lists already being read (plan reads them while the desired state loads). */
+  readonly prefetched?: BundlePrefetch;
 }
 
 interface Wanted {
@@ -42,12 +46,21 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, opts: 
   )), fetchTimeoutMs);
   timer.unref();
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+  // Every read of the fetch listens on it (up to --max-concurrency at once, 64 by default): by
+  // design, so Node's leak warning ("11 abort listeners") would only be noise on standard error.
+  setMaxListeners(0, signal);
   const budget = { actionBytes: ACTIONS_BUDGET_FACTOR * maxResponseBytes, records: recordsBudget(maxResponseBytes) };
+  // Without lists read ahead, each list still reads its next page while the index takes one.
+  const own = opts.prefetched === undefined
+    ? prefetchBundles(client, names.filter((n) => wanted.get(n)!.versions.size > 0), { maxHeld: 1 })
+    : undefined;
   try {
-    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, { ...opts, signal }, budget)));
+    const prefetched = opts.prefetched ?? own;
+    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, { ...opts, signal, prefetched }, budget)));
     return { tenants: new Map(names.map((name, i) => [name, tenants[i]!])) };
   } finally {
     clearTimeout(timer);
+    await own?.stop();
   }
 }
 
@@ -81,7 +94,7 @@ interface Budget {
 async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions, budget: Budget): Promise<LiveTenant> {
   const [firmwares, { actions, errors }] = await Promise.all([
     wanted.versions.size > 0
-      ? indexFirmwares(client.bundlePages(opts.signal), {
+      ? indexFirmwares(opts.prefetched?.take(client.tenant, opts.signal) ?? client.bundlePages(opts.signal), {
         versions: wanted.versions, bundles: wanted.bundles, tenant: client.tenant,
         ...(wanted.deactivations > 0 ? { satisfiers: wanted.deactivations + 1 } : {}),
         ...(budget.records ? { budget: budget.records } : {}),

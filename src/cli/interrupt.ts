@@ -4,6 +4,7 @@
 // signal, or the end of the grace period, exits at once: an append still in flight stays in the
 // journal, settled by the next run. A CI job cancel sends exactly this (GitHub: SIGINT, then
 // SIGTERM 7.5 s later).
+import { setMaxListeners } from 'node:events';
 import { constants } from 'node:os';
 import type { Logger } from '../model/index.js';
 
@@ -34,6 +35,8 @@ export function onInterrupt(opts: InterruptOptions): Interrupt {
   const exit = opts.exit ?? ((code: number) => process.exit(code));
   const proc = opts.proc ?? process;
   const controller = new AbortController();
+  // Every write and read of the run listens on it (up to --max-concurrency at once): by design.
+  setMaxListeners(0, controller.signal);
   let got: StopSignal | undefined;
   let timer: NodeJS.Timeout | undefined;
   const handler = (s: StopSignal): void => {

@@ -3,7 +3,7 @@ import { writeFileAtomic } from '../atomic-write.js';
 import { UnsafePlanError, UserError } from '../errors.js';
 import type { DesiredRevision, LiveState, Plan } from '../model/index.js';
 import { desiredRevision, shortRevision } from '../load/revision.js';
-import { connect, enforceSafety, fetchAndPlan, loadOrThrow, rolloutControl, tenantsOf } from '../agent/reconcile.js';
+import { connect, enforceSafety, fetchAndPlan, loadOrThrow, readAhead, rolloutControl, tenantsOf, type ConnectOptions } from '../agent/reconcile.js';
 import { renderText } from '../core/render/text.js';
 import { renderJson } from '../core/render/json.js';
 import { renderMarkdown } from '../core/render/markdown.js';
@@ -12,7 +12,7 @@ import { redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
 import { apiLimitFlags, concurrencyFlags, connectConcurrency, useColor, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
-import { liveProgress } from './progress.js';
+import { liveProgress, type LiveProgress, type ProgressHooks } from './progress.js';
 import { keysInLive, placeholdersInWrites, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface PlanFlags {
@@ -60,19 +60,46 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const opts = rawOpts as unknown as PlanFlags;
   const concurrency = concurrencyFlags(rawOpts);
   const { config, filter, log } = await setup(globals);
-  const desired = await loadOrThrow(config, filter);
-  const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
-  const progress = liveProgress(desired);
-  const client = await connect(config, tenantsOf(desired), {
-    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, ...connectConcurrency(concurrency), limits: apiLimitFlags(globals), ...progress.hooks,
-  });
+  const started = performance.now();
+  // The client exists before the desired state does (the lists are read while it loads), so the
+  // progress line, which needs the desired state, is reached through these.
+  let progress: LiveProgress | undefined;
+  const hooks: ProgressHooks = {
+    onRequestStart: (e) => progress?.hooks.onRequestStart(e),
+    onRequest: (e) => progress?.hooks.onRequest(e),
+    onPage: (e) => { pagesRead += 1; progress?.hooks.onPage(e); },
+  };
+  let pagesRead = 0;
+  const connectOptions: ConnectOptions = {
+    env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, ...connectConcurrency(concurrency), limits: apiLimitFlags(globals), ...hooks,
+  };
+  const ahead = await readAhead(config, filter, connectOptions);
+  let desired;
   try {
-    const { live, plan } = await progress.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts)));
+    desired = await loadOrThrow(config, filter);
+  } catch (err) {
+    await ahead?.close();
+    throw err;
+  }
+  const loaded = performance.now();
+  const pagesAhead = pagesRead;
+  const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
+  progress = liveProgress(desired);
+  const tenants = tenantsOf(desired);
+  const reuse = ahead !== undefined && tenants.every((t) => ahead.tenants.includes(t));
+  if (ahead !== undefined && !reuse) await ahead.close();
+  const client = reuse ? ahead.client : await connect(config, tenants, connectOptions);
+  const shown = progress;
+  try {
+    const { live, plan } = await shown.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts), reuse ? ahead.prefetch : undefined));
+    const planned = performance.now();
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     // Only the markdown flowcharts show live values beyond the plan (live phase names).
     const createdAt = new Date().toISOString();
     process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined, config.suspend, { revision, createdAt }));
+    const ms = (a: number, b: number) => `${Math.round(b - a)} ms`;
+    log.debug(`timings: load ${ms(started, loaded)}${reuse ? ` (${pagesAhead} bundle list pages read meanwhile)` : ''}, read and plan ${ms(loaded, planned)}, show ${ms(planned, performance.now())}`);
     if (opts.out) {
       const saved = redactDeep(toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt, revision }));
       savePlan(opts.out, redact(JSON.stringify(saved, null, 2)) + '\n');
@@ -97,6 +124,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     }
     return planExitCode(plan, opts.detailedExitcode === true);
   } finally {
-    await client.close();
+    if (reuse) await ahead.close();
+    else await client.close();
   }
 }

@@ -34,6 +34,27 @@ export async function readApiKeys(config: ResolvedConfig, tenants: readonly stri
 }
 
 /**
+ * The keys of those tenants that have a usable one, registered for redaction like
+ * readApiKeys's; a tenant whose key is missing or unusable is left out without a word (plan reads
+ * the bundle list ahead for the tenants it can; readApiKeys says what is wrong once the tenant
+ * turns out to be needed).
+ */
+export async function readAvailableKeys(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<Map<string, string>> {
+  registerConfiguredKeys(config, env);
+  const keys = new Map<string, string>();
+  for (const tenant of [...new Set(tenants)].sort()) {
+    try {
+      const key = await readKey(config, tenant, env);
+      registerSecret(key);
+      keys.set(tenant, key);
+    } catch {
+      // Not read ahead; the run reads it again if it needs it, and says why it cannot.
+    }
+  }
+  return keys;
+}
+
+/**
  * Registers, for redaction only, every key the config can name: the variable and the file of
  * every tenant it lists, and DUS_API_KEY. A run reads the keys of the tenants it touches, but a
  * server that serves several tenants may echo another tenant's key in an acme-only run. Best

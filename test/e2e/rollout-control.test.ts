@@ -88,9 +88,11 @@ describe('rollout control through the CLI', () => {
     const times = JSON.parse(readFileSync(join(dir, '.state', 'triggered.json'), 'utf8'));
     expect(times.phases).toEqual([expect.objectContaining({ tenant: 'acme', action: 2, index: 0, name: 'canary' })]);
     expect(times.phases[0].api).toBe(emu.url);
-    // Age the first-seen time as a restart an hour later would find it (both clocks moved on).
-    times.phases[0].first_seen = new Date(Date.now() - 3_600_000).toISOString();
-    if (times.phases[0].mono !== undefined) times.phases[0].mono -= 3_600_000;
+    // Age the first-seen time past the soak, as a later run would find it (both clocks moved on).
+    // Ten seconds, not an hour: the monotonic clock counts from boot, and a machine up for less
+    // than an hour (a fresh CI machine) made the stamp negative, which is dropped as impossible.
+    times.phases[0].first_seen = new Date(Date.now() - 10_000).toISOString();
+    if (times.phases[0].mono !== undefined) times.phases[0].mono = Math.max(0, times.phases[0].mono - 10_000);
     writeFileSync(join(dir, '.state', 'triggered.json'), JSON.stringify(times));
     apply = await runCli(['apply', '--auto-approve'], { cwd: dir, env: env(dir) });
     expect(apply.code, apply.stderr).toBe(0);

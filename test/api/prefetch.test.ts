@@ -1,0 +1,115 @@
+import { describe, expect, it, vi } from 'vitest';
+import { prefetchBundles } from '../../src/api/prefetch.js';
+import type { ApiClient } from '../../src/api/client.js';
+import type { TenantClient } from '../../src/api/types.js';
+import type { FirmwareBundle } from '../../src/model/index.js';
+
+const page = (n: number, records = 1): FirmwareBundle[] => [{
+  version: `b${n}`,
+  firmwares: Array.from({ length: records }, (_, i) => ({ version_number: `${n}.${i}`, component_name: 'modem' })),
+} as unknown as FirmwareBundle];
+
+/** A list of `count` pages; `asked` counts the pages the server was asked for, `failAt` makes that page an error. */
+function fakeList(count: number, opts: { failAt?: number; records?: number } = {}) {
+  const state = { asked: 0, finished: false, aborted: false };
+  const bundlePages = async function* (signal?: AbortSignal): AsyncGenerator<FirmwareBundle[]> {
+    try {
+      for (let i = 1; i <= count; i++) {
+        if (signal?.aborted) { state.aborted = true; throw signal.reason; }
+        state.asked = i;
+        await new Promise((r) => setTimeout(r, 1));
+        if (i === opts.failAt) throw new Error(`page ${i} failed`);
+        yield page(i, opts.records);
+      }
+    } finally {
+      state.finished = true;
+    }
+  };
+  const client = {
+    limits: { maxResponseBytes: 32 * 1024 * 1024, fetchTimeoutMs: 60_000 },
+    api: 'x',
+    tenant: (name: string) => ({ tenant: name, bundlePages } as unknown as TenantClient),
+    close: async () => undefined,
+  } as unknown as ApiClient;
+  return { client, state };
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 30));
+
+describe('prefetchBundles', () => {
+  it('reads ahead before anyone takes the pages, then gives every page once, in order', async () => {
+    const { client, state } = fakeList(5);
+    const ahead = prefetchBundles(client, ['acme']);
+    await vi.waitFor(() => expect(state.asked).toBe(5));
+    const seen: string[] = [];
+    for await (const p of ahead.take('acme')!) seen.push(p[0]!.version);
+    expect(seen).toEqual(['b1', 'b2', 'b3', 'b4', 'b5']);
+    expect(ahead.take('acme')).toBeUndefined();
+    expect(ahead.take('globex')).toBeUndefined();
+    await ahead.stop();
+  });
+
+  it('holds at most the bound: the next page is asked for only when one is taken', async () => {
+    const { client, state } = fakeList(10, { records: 4 });
+    // 5 per page (4 records and the bundle): a bound of 10 holds two pages.
+    const ahead = prefetchBundles(client, ['acme'], { maxHeld: 10 });
+    await vi.waitFor(() => expect(state.asked).toBe(2));
+    await settle();
+    expect(state.asked).toBe(2);
+    const it = ahead.take('acme')![Symbol.asyncIterator]();
+    await it.next();
+    await vi.waitFor(() => expect(state.asked).toBe(3));
+    await settle();
+    expect(state.asked).toBe(3);
+    let n = 1;
+    while (!(await it.next()).done) n++;
+    expect(n).toBe(10);
+    await ahead.stop();
+  });
+
+  it('an error is thrown where the pages reach it, after the pages before it', async () => {
+    const { client } = fakeList(5, { failAt: 3 });
+    const ahead = prefetchBundles(client, ['acme']);
+    const seen: string[] = [];
+    await expect((async () => { for await (const p of ahead.take('acme')!) seen.push(p[0]!.version); })()).rejects.toThrow('page 3 failed');
+    expect(seen).toEqual(['b1', 'b2']);
+    await ahead.stop();
+  });
+
+  it('stop() ends a list nobody took and waits for it; a taker then learns it was stopped', async () => {
+    const { client, state } = fakeList(1000, { records: 1 });
+    const ahead = prefetchBundles(client, ['acme'], { maxHeld: 4 });
+    await vi.waitFor(() => expect(state.asked).toBe(2));
+    const pages = ahead.take('acme')!;
+    await ahead.stop();
+    expect(state.finished).toBe(true);
+    expect(state.asked).toBeLessThan(10);
+    await expect((async () => { for await (const _ of pages) { /* drain */ } })()).rejects.toThrow();
+  });
+
+  it('a taker that stops early (an error in the index) stops the reading', async () => {
+    const { client, state } = fakeList(1000, { records: 1 });
+    const ahead = prefetchBundles(client, ['acme'], { maxHeld: 4 });
+    for await (const p of ahead.take('acme')!) if (p[0]!.version === 'b2') break;
+    await vi.waitFor(() => expect(state.finished).toBe(true));
+    expect(state.asked).toBeLessThan(10);
+    await ahead.stop();
+  });
+
+  it('an abort of the taker\'s signal stops the list and is what the taker sees', async () => {
+    const { client, state } = fakeList(1000, { records: 1 });
+    const ahead = prefetchBundles(client, ['acme'], { maxHeld: 4 });
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const p of ahead.take('acme', controller.signal)!) {
+        seen.push(p[0]!.version);
+        if (seen.length === 3) controller.abort(new Error('deadline'));
+      }
+    })();
+    await expect(reading).rejects.toThrow('deadline');
+    await ahead.stop();
+    expect(state.finished).toBe(true);
+    expect(state.asked).toBeLessThan(20);
+  });
+});
