@@ -2,7 +2,7 @@
 // natural otherwise, and a total preorder across the two.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { atLeast, compareNatural, compareVersions, isSemver } from '../../src/core/version-order.js';
+import { atLeast, compareGeneral, compareNatural, compareVersions, isSemver } from '../../src/core/version-order.js';
 
 const semver = fc.tuple(fc.nat(30), fc.nat(30), fc.nat(30), fc.option(fc.array(fc.oneof(fc.nat(5).map(String), fc.constantFrom('alpha', 'beta', 'rc')), { minLength: 1, maxLength: 3 }), { nil: undefined }))
   .map(([a, b, c, pre]) => `${a}.${b}.${c}${pre ? `-${pre.join('.')}` : ''}`);
@@ -40,5 +40,17 @@ describe('compareVersions', () => {
     expect(isSemver('01.2.3')).toBe(false);
     expect(atLeast('1.10', '1.9')).toBe(true);
     expect(atLeast('1.2.0-rc.1', '1.2.0')).toBe(false);
+  });
+
+  it('the fast path for plain MAJOR.MINOR.PATCH gives exactly the general order', () => {
+    // Leading zeros, long numbers (past what a number holds), and near-plain strings that must
+    // take the general path.
+    const digits = fc.oneof(fc.nat(40).map(String), fc.stringMatching(/^0[0-9]{0,3}$/), fc.stringMatching(/^[0-9]{14,22}$/));
+    const plain = fc.tuple(digits, digits, digits).map(([a, b, c]) => `${a}.${b}.${c}`);
+    const near = fc.oneof(plain.map((v) => `${v}.1`), plain.map((v) => `${v}-rc.1`), plain.map((v) => `${v}+b`), plain.map((v) => `v${v}`), fc.constantFrom('1..2', '.1.2', '1.2.', '1.2', ''));
+    const any = fc.oneof(plain, plain, near, version);
+    fc.assert(fc.property(any, any, (a, b) => {
+      expect(sign(compareVersions(a, b))).toBe(sign(compareGeneral(a, b)));
+    }), { numRuns: 5000 });
   });
 });
