@@ -44,7 +44,26 @@ export function yamlPosition(src: YamlSource, doc: Document.Parsed): Position {
  * The checks of SPEC section 1 that a schema cannot express. Defensive: the document may be
  * schema-invalid. Exported for the fast path, which gives up on any issue.
  */
-export function semanticChecks(value: JsonObject, config: ResolvedConfig, position: Position): Semantic {
+/** The tenants the config lists, per config: every document asked for them (an array per document). */
+const KNOWN = new WeakMap<ResolvedConfig, readonly string[]>();
+
+function knownTenants(config: ResolvedConfig): readonly string[] {
+  let known = KNOWN.get(config);
+  if (known === undefined) KNOWN.set(config, known = Object.keys(config.tenants));
+  return known;
+}
+
+/**
+ * Whether a document of this text can hold the placeholder: its letters, or a backslash (a
+ * double-quoted YAML string can spell any character with an escape, or join lines). Plain,
+ * single-quoted and block scalars and keys hold only what is written. Most files hold neither,
+ * and then no document of theirs is walked for it.
+ */
+export function mayHoldPlaceholder(text: string): boolean {
+  return text.includes('\\') || text.includes('REDACTED');
+}
+
+export function semanticChecks(value: JsonObject, config: ResolvedConfig, position: Position, placeholderPossible = true): Semantic {
   const issues: ConfigIssue[] = [];
   const at = (path: string[], pointer: string, message: string, key = false) => {
     issues.push({ ...position(path, key), pointer, message });
@@ -53,7 +72,7 @@ export function semanticChecks(value: JsonObject, config: ResolvedConfig, positi
   const metadata = isPlainObject(value.metadata) ? value.metadata : undefined;
   const declared = typeof metadata?.tenant === 'string' ? metadata.tenant : undefined;
   const tenant = declared ?? config.defaultTenant;
-  const known = Object.keys(config.tenants);
+  const known = knownTenants(config);
   if (tenant === undefined) {
     at(metadata ? ['metadata'] : [], '/metadata/tenant', 'no tenant: set metadata.tenant, or default_tenant in dus-sync.yaml (or the DUS_TENANT environment variable)', true);
   } else if (declared !== undefined && known.length > 0 && !known.includes(declared)) {
@@ -86,7 +105,7 @@ export function semanticChecks(value: JsonObject, config: ResolvedConfig, positi
     }
   }
 
-  if (spec && hasPlaceholder(spec)) {
+  if (spec && placeholderPossible && hasPlaceholder(spec)) {
     for (const { path, key } of placeholders(spec, ['spec'])) {
       at(path, `/${path.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`, PLACEHOLDER_MESSAGE, key);
     }
@@ -137,10 +156,18 @@ function placeholders(value: unknown, path: string[]): { path: string[]; key: bo
 
 // ---------------------------------------------------------------- building objects
 
-function stringRecord(v: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (isPlainObject(v)) for (const [k, s] of Object.entries(v)) if (typeof s === 'string') out[k] = s;
-  return out;
+/** No labels (most documents): one shared empty record, never written to (DesiredObject is readonly). */
+const NO_LABELS: Readonly<Record<string, string>> = Object.freeze({});
+
+function stringRecord(v: unknown): Readonly<Record<string, string>> {
+  if (!isPlainObject(v)) return NO_LABELS;
+  let out: Record<string, string> | undefined;
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    const s = v[k];
+    if (typeof s === 'string') (out ??= {})[k] = s;
+  }
+  return out ?? NO_LABELS;
 }
 
 /**

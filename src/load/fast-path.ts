@@ -7,7 +7,7 @@
 // produce the exact issues. The result is then equal to the yaml path's (tested).
 import { createRequire } from 'node:module';
 import type { ResolvedConfig, SourceLocation } from '../model/index.js';
-import { buildObject, isPlainObject, semanticChecks, type Identity, type Position } from './documents.js';
+import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, type Identity, type Position } from './documents.js';
 import type { ParsedDocument, ParsedFile, SourceFile } from './index.js';
 import { FORBIDDEN_KEYS, validator } from './schema-check.js';
 import { MAX_FILE_BYTES } from './yaml-source.js';
@@ -71,6 +71,17 @@ function leadingSpaces(line: string): number {
   return i;
 }
 
+/** How many characters of whitespace start a line, as the RegExp ^\s* counts them (spaces and tabs without one). */
+function leadingWhitespace(line: string): number {
+  let i = 0;
+  for (;;) {
+    const c = line.charCodeAt(i);
+    if (c === 32 || c === 9) i++;
+    else if (i < line.length && /\s/.test(line[i]!)) i++;
+    else return i;
+  }
+}
+
 /** Whitespace (space, tab...) at the start of a line, as /^\s/ sees it. */
 function startsWithSpace(line: string): boolean {
   return line.length > 0 && /\s/.test(line[0]!);
@@ -94,8 +105,9 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
   if (values.length !== regions.length) return undefined;
 
   const documents: ParsedDocument[] = [];
+  const placeholderPossible = mayHoldPlaceholder(text);
   for (let index = 0; index < values.length; index++) {
-    const d = fastDocument(values[index], regions[index]!, index, shown, config);
+    const d = fastDocument(values[index], regions[index]!, index, shown, config, placeholderPossible);
     if (!d) return undefined;
     documents.push(d);
   }
@@ -147,7 +159,7 @@ function specLine(region: Region): number {
   return -1;
 }
 
-function fastDocument(value: unknown, region: Region, index: number, file: string, config: ResolvedConfig): ParsedDocument | undefined {
+function fastDocument(value: unknown, region: Region, index: number, file: string, config: ResolvedConfig, placeholderPossible: boolean): ParsedDocument | undefined {
   if (!isPlainObject(value) || !('apiVersion' in value) || !plainValues(value)) return undefined;
   const validate = validator('resource');
   if (!validate(value)) return undefined;
@@ -158,7 +170,7 @@ function fastDocument(value: unknown, region: Region, index: number, file: strin
     if (!found) identityFound = false;
     return found ?? source;
   };
-  const sem = semanticChecks(value, config, position);
+  const sem = semanticChecks(value, config, position, placeholderPossible);
   if (sem.issues.length > 0 || !sem.identity || !identityFound) return undefined;
   const identity: Identity = sem.identity;
   const spec = value.spec as { phases?: unknown[] };
@@ -206,11 +218,18 @@ function phaseLocations(region: Region, count: number, file: string): SourceLoca
   return found.length === count ? found : undefined;
 }
 
-/** No prototype keys and no integer beyond 2^53-1 anywhere (the yaml path words those issues). */
+/** No prototype keys and no integer beyond 2^53-1 anywhere (the yaml path words those issues). Loops: no array of keys per object. */
 function plainValues(v: unknown): boolean {
-  if (Array.isArray(v)) return v.every(plainValues);
-  if (isPlainObject(v)) return Object.keys(v).every((k) => !FORBIDDEN_KEYS.has(k) && plainValues(v[k]));
   if (typeof v === 'number') return !Number.isInteger(v) || Number.isSafeInteger(v);
+  if (typeof v !== 'object' || v === null) return true;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (!plainValues(v[i])) return false;
+    return true;
+  }
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    if (FORBIDDEN_KEYS.has(k) || !plainValues((v as Record<string, unknown>)[k])) return false;
+  }
   return true;
 }
 
@@ -228,9 +247,9 @@ function identityLocation(region: Region, field: string, file: string): SourceLo
     const line = lines[i]!;
     if (isBlankOrComment(line)) continue;
     if (!startsWithSpace(line)) break;
-    const lead = /^\s*/.exec(line)![0];
-    indent ??= lead;
-    if (lead !== indent) continue;
+    const lead = leadingWhitespace(line);
+    indent ??= line.slice(0, lead);
+    if (lead !== indent.length || !line.startsWith(indent)) continue;
     const m = re.exec(line);
     if (m) return { file, line: i + 1, column: m[1]!.length + m[2]!.length + 1 };
   }

@@ -10,7 +10,7 @@ import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
-import { buildObject, isPlainObject, semanticChecks, yamlPosition, type Identity } from './documents.js';
+import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
@@ -64,9 +64,22 @@ function toPosix(p: string): string {
   return sep === '/' ? p : p.split(sep).join('/');
 }
 
+/** A relative posix path without `.` or `..` segments, empty segments or a leading slash: it joins without normalizing. */
+function isPlainRelative(path: string): boolean {
+  return path !== '' && !path.startsWith('/') && !path.includes('//') && !/(^|\/)\.\.?(\/|$)/.test(path);
+}
+
+/** config.dir relative to the working folder, per config and working folder (path.relative per file was 3% of a load). */
+const DIR_SHOWN = new WeakMap<ResolvedConfig, { readonly cwd: string; readonly dir: string }>();
+
 /** A path as the user should see it (like tsc and eslint): relative to the working folder. */
 export function displayPath(config: ResolvedConfig, path: string): string {
-  const rel = toPosix(relative(process.cwd(), join(config.dir, path)));
+  const cwd = process.cwd();
+  let shown = DIR_SHOWN.get(config);
+  if (shown === undefined || shown.cwd !== cwd) DIR_SHOWN.set(config, shown = { cwd, dir: toPosix(relative(cwd, config.dir)) });
+  // The folder at or below the working folder, a plain path below it: the two just join.
+  if (!shown.dir.startsWith('..') && !isAbsolute(shown.dir) && isPlainRelative(path)) return shown.dir === '' ? path : `${shown.dir}/${path}`;
+  const rel = toPosix(relative(cwd, join(config.dir, path)));
   return rel === '' ? '.' : rel;
 }
 
@@ -135,7 +148,7 @@ export function selectResourcePaths(paths: readonly string[], config: ResolvedCo
     const p = toPosix(raw);
     if (p === configRel) continue;
     if (p.split('/').some((s) => s === 'node_modules' || (s.startsWith('.') && s !== '..'))) continue;
-    const fromBase = toPosix(relative(base, join(config.dir, p)));
+    const fromBase = base === config.dir && isPlainRelative(p) ? p : toPosix(relative(base, join(config.dir, p)));
     if (match(fromBase)) out.add(p);
   }
   return [...out].sort();
@@ -152,7 +165,7 @@ export async function listResourceFiles(config: ResolvedConfig): Promise<string[
   }
   const { base, patterns, under } = resourceScope(config);
   const found = findCandidates({ base, realRoot: repositoryRoot(config), patterns, under, followExternalSymlinks: readPolicy(config).followExternalSymlinks });
-  const fromDir = (p: string): string => toPosix(relative(config.dir, join(base, p)));
+  const fromDir = (p: string): string => (base === config.dir && isPlainRelative(p) ? p : toPosix(relative(config.dir, join(base, p))));
   // Links to folders that were not walked are listed too, so that reading them reports why.
   const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
   const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
@@ -216,7 +229,7 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   if (!refused && validate.errors) issues.push(...schemaIssues(src, doc, validate.errors, new Set(scanned.map((i) => i.pointer))));
 
   const position = yamlPosition(src, doc);
-  const sem = semanticChecks(value, config, position);
+  const sem = semanticChecks(value, config, position, mayHoldPlaceholder(src.text));
   // A required field whose absence an unknown field explains covers what its absence implies too.
   const explained = !refused && validate.errors ? [...findSlips(doc, validate.errors).explained] : [];
   const reported = [...issues.map((i) => i.pointer), ...explained];
