@@ -1,3 +1,4 @@
+import { appendFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -529,5 +530,41 @@ describe('executePlan under an adaptive limit', () => {
     }
     expect(api.maxInFlight).toBeLessThanOrEqual(5);
     expect(api.maxInFlight).toBeGreaterThan(1);
+  });
+});
+
+describe('the fake API\'s check that an append\'s intent is in the journal', () => {
+  // A read of the journal can see another chain's write(2) under way, cut at a 4 KiB page
+  // boundary; the check parsed that half line and threw, and the executor (rightly) took the
+  // append as in doubt: one change of 48 not applied, now and then, in the adaptive-limit test.
+  it('reads whole lines only: a line another chain is still writing does not fail the append', async () => {
+    const api = fakeWith({});
+    api.addAction('acme', 1);
+    const tc = api.tenant('acme');
+    api.tenant = () => ({ ...tc, appendPhase: async (id, p) => {
+      const size = statSync(journal.path).size;
+      appendFileSync(journal.path, '{"type":"intent","id":"');
+      try {
+        return await tc.appendPhase(id, p);
+      } finally {
+        truncateSync(journal.path, size);
+      }
+    } });
+    const report = await executePlan(planOf([phaseChange('acme', 1, 0, phase('a')), phaseChange('acme', 1, 1, phase('b'))]), deps(api));
+    expect(report.results.map((r) => r.status)).toEqual(['applied', 'applied']);
+    expect(api.violations).toEqual([]);
+  });
+
+  it('an intent whose line is not whole is not durable: the append is a violation', async () => {
+    const path = join(dir, 'torn.jsonl');
+    const intent = JSON.stringify({ type: 'intent', id: 'i1', tenant: 'acme', action_id: 1, index: 0, name: 'a', digest: 'd' });
+    writeFileSync(path, intent.slice(0, 40));
+    const api = new FakeApi({ journalPath: path });
+    api.addAction('acme', 1);
+    await api.tenant('acme').appendPhase(1, phase('a'));
+    expect(api.violations).toEqual(['append of "a" on action 1 arrived without a pending intent in the journal']);
+    writeFileSync(path, `${intent}\n`);
+    await api.tenant('acme').appendPhase(1, phase('a'));
+    expect(api.violations).toHaveLength(1);
   });
 });

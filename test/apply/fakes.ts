@@ -133,7 +133,13 @@ export class FakeApi {
   private checkJournal(id: number, phase: PhaseSpec): void {
     const path = this.opts.journalPath;
     if (path === undefined) return;
-    const lines = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    // Whole lines only. Another chain's journal write may be under way as this append arrives, and
+    // a read can see a write(2) that crosses a 4 KiB page boundary cut at that boundary (ext4
+    // publishes it a page at a time): the line after the last newline is a write not finished,
+    // never this append's intent, which was fsync'd before the request left.
+    const text = readFileSync(path, 'utf8');
+    const whole = text.slice(0, text.lastIndexOf('\n') + 1);
+    const lines = whole.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
     const settled = new Set(lines.filter((l) => l.type === 'outcome').map((l) => l.id));
     const open = lines.some((l) => l.type === 'intent' && l.action_id === id && l.name === phase.name && !settled.has(l.id));
     if (!open) this.violations.push(`append of "${phase.name}" on action ${id} arrived without a pending intent in the journal`);
