@@ -11,7 +11,7 @@ import type {
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
 import { assemble, displayPath, readParsedFiles, type LoadFilter, type LoadResult } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
-import { readApiKeys, readAvailableKeys } from '../load/keys.js';
+import { fallbackKeyUsable, readAllKeys, readApiKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { parseBaseUrl } from '../api/url.js';
@@ -112,28 +112,33 @@ export interface ReadAhead {
 
 /**
  * plan's read-ahead: the bundle lists of the tenants the config names (tenants:, default_tenant,
- * narrowed by --tenant), for those whose key can be read, start before the desired state is
- * loaded. Nothing is read ahead when anything is unclear (no base URL, no key, a client that
- * cannot be made, too many tenants): connect() then says what is wrong, after the load, as before.
+ * narrowed by --tenant) start before the desired state is loaded. Only when every key the run
+ * could need is there and usable: a key problem is still one sentence before any request is
+ * sent. Nothing is read ahead when anything is unclear (no base URL, a key missing or unusable,
+ * a client that cannot be made, too many tenants): connect() then says what is wrong, after the
+ * load, as before.
  */
 export async function readAhead(config: ResolvedConfig, filter: LoadFilter, opts: ConnectOptions): Promise<ReadAhead | undefined> {
   if (!config.baseUrl) return undefined;
-  const named = new Set(Object.keys(config.tenants));
+  const listed = Object.keys(config.tenants);
+  const named = new Set(listed);
   if (config.defaultTenant !== undefined) named.add(config.defaultTenant);
-  const only = filter.tenants !== undefined && filter.tenants.length > 0 ? new Set(filter.tenants) : undefined;
-  const tenants = [...named].filter((t) => only === undefined || only.has(t)).sort();
+  const only = filter.tenants !== undefined && filter.tenants.length > 0 ? [...new Set(filter.tenants)] : undefined;
+  const tenants = (only ?? [...named]).sort();
   if (tenants.length === 0 || tenants.length > MAX_READ_AHEAD_TENANTS) return undefined;
-  const keys = await readAvailableKeys(config, tenants, opts.env);
-  if (keys.size === 0) return undefined;
+  // Without a tenants: list, a document may name any tenant, and its key is DUS_API_KEY.
+  if (only === undefined && listed.length === 0 && !fallbackKeyUsable(opts.env)) return undefined;
+  const keys = await readAllKeys(config, tenants, opts.env);
+  if (keys === undefined) return undefined;
   let client: ApiClient;
   try {
     client = clientWith(config.baseUrl, config, keys, opts);
   } catch {
     return undefined;
   }
-  const prefetch = prefetchBundles(client, [...keys.keys()]);
+  const prefetch = prefetchBundles(client, tenants);
   return {
-    client, prefetch, tenants: [...keys.keys()],
+    client, prefetch, tenants,
     async close() {
       await prefetch.stop();
       await client.close();

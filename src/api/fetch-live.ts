@@ -2,6 +2,7 @@
 // (only for tenants that declare firmwares) and only the actions that are declared.
 import { setMaxListeners } from 'node:events';
 import { compareVersions } from '../core/version-order.js';
+import { collectRecord, markSearched, stringsMayHoldKey } from '../live-keys.js';
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
@@ -281,6 +282,22 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     spend(recordSize(acc.record));
     return acc;
   };
+  // The records of each page are searched for API keys while they are at hand (keysInLive then
+  // skips them): the strings each page adds to a kept record, searched as one text at the end of
+  // the page; a hit makes every record the page touched be searched on its own later.
+  const pageStrings = new Set<string>();
+  let pagePlain = true;
+  const touched: Accumulated[] = [];
+  const suspects = new Set<Accumulated>();
+  const touch = (acc: Accumulated, bundle?: string): void => {
+    touched.push(acc);
+    if (bundle !== undefined) pageStrings.add(bundle);
+  };
+  const created = (acc: Accumulated, bundle: string): void => {
+    touched.push(acc);
+    if (pagePlain) pagePlain = collectRecord(acc.record, pageStrings);
+    pageStrings.add(bundle);
+  };
   for await (const page of pages) {
     pageCount++;
     for (const bundle of page) {
@@ -294,6 +311,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         if (held === undefined) {
           const acc = create(fw, why);
           addBundle(acc, bundle.version);
+          created(acc, bundle.version);
           byNumber.set(fw.version_number, acc);
           continue;
         }
@@ -301,6 +319,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
           const r = held.record;
           if ((fw.firmware_id != null && r.firmware_id === fw.firmware_id) || r.component_name === fw.component_name) {
             addBundle(held, bundle.version);
+            touch(held, bundle.version);
             continue;
           }
         }
@@ -309,16 +328,22 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         const same = (fw.firmware_id != null ? slot.byId.get(fw.firmware_id) : undefined) ?? slot.byComponent.get(fw.component_name);
         if (same) {
           addBundle(same, bundle.version);
+          touch(same, bundle.version);
           continue;
         }
         if (slot.list.length >= MAX_RECORDS_PER_VERSION) continue;
         const acc = create(fw, why);
         addBundle(acc, bundle.version);
+        created(acc, bundle.version);
         slot.list.push(acc);
         if (fw.firmware_id != null) slot.byId.set(fw.firmware_id, acc);
         if (!slot.byComponent.has(fw.component_name)) slot.byComponent.set(fw.component_name, acc);
       }
     }
+    if (stringsMayHoldKey(pageStrings, pagePlain)) for (const acc of touched) suspects.add(acc);
+    pageStrings.clear();
+    pagePlain = true;
+    touched.length = 0;
   }
   const out = new Map<string, readonly LiveFirmware[]>();
   const done = (acc: Accumulated): LiveFirmware => {
@@ -328,6 +353,10 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   for (const [number, held] of byNumber) {
     out.set(number, 'record' in held ? [done(held)] : held.list.map(done).sort(byComponentName));
   }
+  for (const held of byNumber.values()) {
+    if ('record' in held) { if (!suspects.has(held)) markSearched(held.record); } else for (const acc of held.list) if (!suspects.has(acc)) markSearched(acc.record);
+  }
+  if (suspects.size === 0) markSearched(out);
   return out;
 }
 

@@ -82,6 +82,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     throw err;
   }
   const loaded = performance.now();
+  const rssLoaded = process.memoryUsage.rss();
   const pagesAhead = pagesRead;
   const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
   progress = liveProgress(desired);
@@ -93,13 +94,16 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   try {
     const { live, plan } = await shown.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts), reuse ? ahead.prefetch : undefined));
     const planned = performance.now();
+    const rssPlanned = process.memoryUsage.rss();
     // The plan compared the real values; what is shown and saved has the keys redacted.
     warnKeysInLive(log, keysInLive(live, desired), SHOWN_IN_PLAN);
     // Only the markdown flowcharts show live values beyond the plan (live phase names).
     const createdAt = new Date().toISOString();
     process.stdout.write(renderPlan(redactDeep(plan), opts.format, useColor(globals), opts.format === 'markdown' ? redactDeep(live) : undefined, config.suspend, { revision, createdAt }));
     const ms = (a: number, b: number) => `${Math.round(b - a)} ms`;
-    log.debug(`timings: load ${ms(started, loaded)}${reuse ? ` (${pagesAhead} bundle list pages read meanwhile)` : ''}, read and plan ${ms(loaded, planned)}, show ${ms(planned, performance.now())}`);
+    const mb = (bytes: number) => `${Math.round(bytes / 1048576)} MB`;
+    log.debug(`timings: load ${ms(started, loaded)}${reuse ? ` (${pagesAhead} bundle list pages read meanwhile)` : ''}, read and plan ${ms(loaded, planned)}, show ${ms(planned, performance.now())}; `
+      + `resident memory after the load ${mb(rssLoaded)}, after the plan ${mb(rssPlanned)}, at the end ${mb(process.memoryUsage.rss())}`);
     if (opts.out) {
       const saved = redactDeep(toSavedPlan(plan, desired, live, { toolVersion: VERSION, createdAt, revision }));
       savePlan(opts.out, redact(JSON.stringify(saved, null, 2)) + '\n');

@@ -34,24 +34,28 @@ export async function readApiKeys(config: ResolvedConfig, tenants: readonly stri
 }
 
 /**
- * The keys of those tenants that have a usable one, registered for redaction like
- * readApiKeys's; a tenant whose key is missing or unusable is left out without a word (plan reads
- * the bundle list ahead for the tenants it can; readApiKeys says what is wrong once the tenant
- * turns out to be needed).
+ * The keys of all these tenants, registered for redaction like readApiKeys's, or undefined when
+ * any of them is missing or unusable (nothing said: readApiKeys says what is wrong, before any
+ * request, once the run knows it needs that tenant). plan reads ahead only when this succeeds.
  */
-export async function readAvailableKeys(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<Map<string, string>> {
+export async function readAllKeys(config: ResolvedConfig, tenants: readonly string[], env: NodeJS.ProcessEnv): Promise<Map<string, string> | undefined> {
   registerConfiguredKeys(config, env);
   const keys = new Map<string, string>();
   for (const tenant of [...new Set(tenants)].sort()) {
     try {
-      const key = await readKey(config, tenant, env);
-      registerSecret(key);
-      keys.set(tenant, key);
+      keys.set(tenant, await readKey(config, tenant, env));
     } catch {
-      // Not read ahead; the run reads it again if it needs it, and says why it cannot.
+      return undefined;
     }
   }
+  for (const key of keys.values()) registerSecret(key);
   return keys;
+}
+
+/** Whether DUS_API_KEY holds a usable key: the key of every tenant dus-sync.yaml does not list. */
+export function fallbackKeyUsable(env: NodeJS.ProcessEnv): boolean {
+  const value = env.DUS_API_KEY?.trim();
+  return value !== undefined && value !== '' && keyProblem(value) === undefined;
 }
 
 /**

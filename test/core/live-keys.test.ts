@@ -2,6 +2,8 @@
 // find exactly what the walk of each record finds, wherever the key sits and however it is spelled.
 import { afterEach, describe, expect, it } from 'vitest';
 import { keysIn, keysInExport, keysInLive } from '../../src/live-keys.js';
+import { indexFirmwares } from '../../src/api/fetch-live.js';
+import type { FirmwareBundle } from '../../src/model/index.js';
 import type { Action, DesiredState, LiveFirmware, LiveState } from '../../src/model/index.js';
 import { clearSecretsForTests, registerSecret } from '../../src/redact.js';
 
@@ -74,5 +76,69 @@ describe('keysInLive', () => {
     const found = keysInExport('acme', new Map(records.map((r) => [r.version_number, [r]])), []);
     expect(found).toEqual(walked(records));
     expect(found).toHaveLength(1);
+  });
+});
+
+/** The records as a server would list them: in bundles of 10, pages of 100 bundles; the index builds the live state. */
+async function indexed(records: LiveFirmware[]): Promise<{ live: LiveState; desired: DesiredState }> {
+  const bundles: FirmwareBundle[] = [];
+  for (let i = 0; i < records.length; i += 10) {
+    bundles.push({ version: `b${i}`, firmwares: records.slice(i, i + 10).map(({ bundles: _b, ...r }) => r) } as unknown as FirmwareBundle);
+  }
+  async function* pages(): AsyncGenerator<FirmwareBundle[]> { for (let i = 0; i < bundles.length; i += 100) yield bundles.slice(i, i + 100); }
+  const firmwares = await indexFirmwares(pages(), { versions: new Set(records.map((r) => r.version_number)) });
+  const live: LiveState = { tenants: new Map([['acme', { firmwares, actions: new Map() }]]) };
+  const desired = { firmwares: records.map((r) => ({ tenant: 'acme', spec: { version_number: r.version_number } })).sort((a, b) => (a.spec.version_number < b.spec.version_number ? -1 : 1)), actions: [], files: [] } as unknown as DesiredState;
+  return { live, desired };
+}
+
+describe('keysInLive over what the index read (searched page by page as it was read)', () => {
+  afterEach(() => clearSecretsForTests());
+
+  const placements: Array<[string, (n: number) => Partial<LiveFirmware>]> = [
+    ['a dependency', () => ({ dependencies: [{ component_name: 'x', min_version: `v-${KEY}` }] })],
+    ['the firmware id, percent-encoded', () => ({ firmware_id: encodeURIComponent(`${KEY}/x`) })],
+    ['a JSON-escaped fragment of the component', () => ({ component_name: JSON.stringify({ k: KEY }).replace(/-/g, '\\u002d') })],
+    ['an object key of a dependency', () => ({ dependencies: [{ component_name: 'x', min_version: '1', [KEY]: 1 } as never] })],
+    ['the version number', () => ({ version_number: `9.${KEY}` })],
+  ];
+  for (const [where, extra] of placements) {
+    it(`finds a key in ${where} among 3,000 records, as the walk of the indexed records does`, async () => {
+      registerSecret(KEY);
+      const records = Array.from({ length: 3000 }, (_, n) => record(n, n === 2047 ? extra(n) : {}));
+      const { live, desired } = await indexed(records);
+      const found = keysInLive(live, desired);
+      expect(found.length).toBeGreaterThan(0);
+      const all = [...live.tenants.get('acme')!.firmwares.values()].flat().sort((a, b) => (a.version_number < b.version_number ? -1 : 1));
+      expect(found).toEqual(walked(all));
+    });
+  }
+
+  it('a key in a bundle version, added to a record a page after the record was read, is found', async () => {
+    registerSecret(KEY);
+    const records = Array.from({ length: 2000 }, (_, n) => record(n));
+    const { bundles: _b, ...first } = records[5]!;
+    const bundles = [
+      ...Array.from({ length: 200 }, (_, b) => ({ version: `b${b}`, firmwares: records.slice(b * 10, b * 10 + 10).map(({ bundles: _x, ...r }) => r) })),
+      { version: `late-${KEY}`, firmwares: [first] },
+    ] as unknown as FirmwareBundle[];
+    async function* pages(): AsyncGenerator<FirmwareBundle[]> { for (let i = 0; i < bundles.length; i += 100) yield bundles.slice(i, i + 100); }
+    const firmwares = await indexFirmwares(pages(), { versions: new Set(records.map((r) => r.version_number)) });
+    const live: LiveState = { tenants: new Map([['acme', { firmwares, actions: new Map() }]]) };
+    const desired = { firmwares: [{ tenant: 'acme', spec: { version_number: first.version_number } }], actions: [], files: [] } as unknown as DesiredState;
+    expect(keysInLive(live, desired)).toEqual([{ tenant: 'acme', object: `firmware ${first.version_number} (modem)`, path: 'bundles[1]' }]);
+  });
+
+  it('a key registered after the index read the records is still found (the search is per generation of keys)', async () => {
+    const records = Array.from({ length: 1500 }, (_, n) => record(n, n === 700 ? { component_name: `m-${KEY}` } : {}));
+    const { live, desired } = await indexed(records);
+    registerSecret(KEY);
+    expect(keysInLive(live, desired)).toHaveLength(1);
+  });
+
+  it('clean records read by the index are found clean', async () => {
+    registerSecret(KEY);
+    const { live, desired } = await indexed(Array.from({ length: 2500 }, (_, n) => record(n)));
+    expect(keysInLive(live, desired)).toEqual([]);
   });
 });
