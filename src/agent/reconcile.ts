@@ -15,8 +15,8 @@ import { fallbackKeyUsable, readAllKeys, readApiKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { parseBaseUrl } from '../api/url.js';
-import { fetchLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
-import { prefetchBundles, type BundlePrefetch } from '../api/prefetch.js';
+import { fetchLive, recordsBudget, refreshLive, type RecordsBudget, type RefreshTargets } from '../api/fetch-live.js';
+import { indexAhead, type IndexAhead } from '../api/prefetch.js';
 import { plan as computePlan, type PlanOptions } from '../core/plan.js';
 import { windowHold } from '../core/windows.js';
 import { checkSafety, type LimitSource } from '../core/safety.js';
@@ -100,10 +100,11 @@ export function tenantIdsOf(config: ResolvedConfig): Map<string, string> {
 /** Tenants read ahead at most: a config that lists more reads nothing ahead (most would be reads for nothing). */
 const MAX_READ_AHEAD_TENANTS = 8;
 
-/** The bundle lists being read while the desired state loads, and the client that reads them. */
+/** The bundle lists being read and indexed while the desired state loads, and the client that reads them. */
 export interface ReadAhead {
   readonly client: ApiClient;
-  readonly prefetch: BundlePrefetch;
+  /** For fetchAndPlan: the indexes read ahead, and the records budget they spend from. */
+  readonly read: EarlyRead;
   /** The tenants read ahead: the client holds their keys. */
   readonly tenants: readonly string[];
   /** Stops the reads and closes the client. */
@@ -136,14 +137,24 @@ export async function readAhead(config: ResolvedConfig, filter: LoadFilter, opts
   } catch {
     return undefined;
   }
-  const prefetch = prefetchBundles(client, tenants);
+  // The records budget of the read (2 x --max-response-size), shared with fetchLive; what the
+  // lists hold before the desired state tells what to keep stays well under it, so that holding
+  // everything early never ends a read that the filtered index would have finished.
+  const budget = recordsBudget(client.limits.maxResponseBytes);
+  const ahead = indexAhead(client, tenants, { budget, heldEarly: Math.floor((budget.limit * 0.9) / tenants.length) });
   return {
-    client, prefetch, tenants,
+    client, read: { ahead, recordsBudget: budget }, tenants,
     async close() {
-      await prefetch.stop();
+      await ahead.stop();
       await client.close();
     },
   };
+}
+
+/** What fetchAndPlan takes of a read-ahead. */
+export interface EarlyRead {
+  readonly ahead: IndexAhead;
+  readonly recordsBudget: RecordsBudget;
 }
 
 export interface Planned {
@@ -166,8 +177,8 @@ export interface RolloutControl {
   readonly ignoreWindows?: boolean;
 }
 
-export async function fetchAndPlan(client: ApiClient, desired: DesiredState, concurrency: number, signal?: AbortSignal, control?: RolloutControl, prefetched?: BundlePrefetch): Promise<Planned> {
-  const live = await fetchLive(client, desired, { concurrency, signal, ...(prefetched ? { prefetched } : {}) });
+export async function fetchAndPlan(client: ApiClient, desired: DesiredState, concurrency: number, signal?: AbortSignal, control?: RolloutControl, early?: EarlyRead): Promise<Planned> {
+  const live = await fetchLive(client, desired, { concurrency, signal, ...(early ?? {}) });
   return { live, plan: await planLive(desired, live, control) };
 }
 

@@ -3,19 +3,22 @@
 import { setMaxListeners } from 'node:events';
 import { compareVersions } from '../core/version-order.js';
 import { collectRecord, markSearched, stringsMayHoldKey } from '../live-keys.js';
+import { intern, NO_DEPENDENCIES } from '../intern.js';
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
 import { ACTIONS_BUDGET_FACTOR, BUNDLES_KEPT_PER_RECORD, formatDuration, formatSize, RECORD_OVERHEAD, RECORDS_BUDGET_FACTOR } from './limits.js';
 import type { TenantClient } from './types.js';
-import { prefetchBundles, type BundlePrefetch } from './prefetch.js';
+import { prefetchBundles, type BundlePrefetch, type IndexAhead } from './prefetch.js';
 
 export interface FetchLiveOptions {
   /** Action reads in flight per tenant (the client's limiter bounds them further). */
   readonly concurrency?: number;
   readonly signal?: AbortSignal;
-  /** Bundle lists already being read (plan reads them while the desired state loads). */
-  readonly prefetched?: BundlePrefetch;
+  /** Bundle lists already being read and indexed (plan reads them while the desired state loads). */
+  readonly ahead?: IndexAhead;
+  /** The records budget of the read, when the read-ahead already spends from it. */
+  readonly recordsBudget?: RecordsBudget;
 }
 
 interface Wanted {
@@ -50,19 +53,29 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, opts: 
   // Every read of the fetch listens on it (up to --max-concurrency at once, 64 by default): by
   // design, so Node's leak warning ("11 abort listeners") would only be noise on standard error.
   setMaxListeners(0, signal);
-  const budget = { actionBytes: ACTIONS_BUDGET_FACTOR * maxResponseBytes, records: recordsBudget(maxResponseBytes) };
-  // Without lists read ahead, each list still reads its next page while the index takes one.
-  const own = opts.prefetched === undefined
-    ? prefetchBundles(client, names.filter((n) => wanted.get(n)!.versions.size > 0), { maxHeld: 1 })
-    : undefined;
+  const budget = { actionBytes: ACTIONS_BUDGET_FACTOR * maxResponseBytes, records: opts.recordsBudget ?? recordsBudget(maxResponseBytes) };
+  // The indexes read ahead get their filter now; a list read ahead for a tenant that declares no firmware is stopped.
+  const early = new Map<string, Promise<Map<string, readonly LiveFirmware[]>>>();
+  for (const name of names) {
+    const w = wanted.get(name)!;
+    if (w.versions.size === 0) { opts.ahead?.drop(name); continue; }
+    const index = opts.ahead?.take(name, filterOf(w), signal);
+    if (index !== undefined) early.set(name, index);
+  }
+  // The other lists still read their next page while the index takes one.
+  const own = prefetchBundles(client, names.filter((n) => wanted.get(n)!.versions.size > 0 && !early.has(n)), { maxHeld: 1 });
   try {
-    const prefetched = opts.prefetched ?? own;
-    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, { ...opts, signal, prefetched }, budget)));
+    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, { ...opts, signal, prefetched: own, early: early.get(c.tenant) }, budget)));
     return { tenants: new Map(names.map((name, i) => [name, tenants[i]!])) };
   } finally {
     clearTimeout(timer);
-    await own?.stop();
+    await own.stop();
   }
+}
+
+/** What the index keeps for a tenant's declared firmware. */
+function filterOf(w: Wanted): IndexFilter {
+  return { versions: w.versions, bundles: w.bundles, ...(w.deactivations > 0 ? { satisfiers: w.deactivations + 1 } : {}) };
 }
 
 function wantedByTenant(desired: DesiredState): Map<string, Wanted> {
@@ -92,15 +105,20 @@ interface Budget {
   readonly records?: RecordsBudget;
 }
 
-async function fetchTenant(client: TenantClient, wanted: Wanted, opts: FetchLiveOptions, budget: Budget): Promise<LiveTenant> {
+interface TenantRead extends FetchLiveOptions {
+  /** The tenant's pages, read one ahead of the index. */
+  readonly prefetched?: BundlePrefetch;
+  /** The tenant's index, read ahead. */
+  readonly early?: Promise<Map<string, readonly LiveFirmware[]>>;
+}
+
+async function fetchTenant(client: TenantClient, wanted: Wanted, opts: TenantRead, budget: Budget): Promise<LiveTenant> {
   const [firmwares, { actions, errors }] = await Promise.all([
-    wanted.versions.size > 0
-      ? indexFirmwares(opts.prefetched?.take(client.tenant, opts.signal) ?? client.bundlePages(opts.signal), {
-        versions: wanted.versions, bundles: wanted.bundles, tenant: client.tenant,
-        ...(wanted.deactivations > 0 ? { satisfiers: wanted.deactivations + 1 } : {}),
+    wanted.versions.size === 0 ? Promise.resolve(new Map<string, readonly LiveFirmware[]>())
+      : opts.early ?? indexFirmwares(opts.prefetched?.take(client.tenant, opts.signal) ?? client.bundlePages(opts.signal), {
+        ...filterOf(wanted), tenant: client.tenant,
         ...(budget.records ? { budget: budget.records } : {}),
-      })
-      : Promise.resolve(new Map<string, readonly LiveFirmware[]>()),
+      }),
     readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts, { actionBytes: budget.actionBytes }),
   ]);
   return { firmwares, actions, ...(errors.size > 0 ? { actionErrors: errors } : {}) };
@@ -115,6 +133,8 @@ interface Accumulated {
   readonly first: string[];
   /** Declared bundle versions the record is in (the guard of plan asks for them by name); made when first needed. */
   declared?: Set<string>;
+  /** Made as the how-manieth record of the list: the order of the numbers, should records be dropped later. */
+  readonly seq: number;
 }
 
 /** Records kept per version number: more than one is an ambiguity the planner reports, and a server must not make it unbounded. */
@@ -135,6 +155,23 @@ export interface IndexOptions {
    * component the `satisfiers` highest active versions (the deactivations of the tenant plus
    * one: if those are deactivated, the next one still satisfies, or none does).
    */
+  readonly satisfiers?: number;
+  /**
+   * The filter (versions, bundles, satisfiers) when it is not known yet: plan reads the list
+   * while the desired state loads. Until it comes, every record is kept with all its bundle
+   * versions, at most `heldEarly` characters of them (then the list waits for the filter);
+   * when it comes, what it would not have kept is dropped, as if it had been known from the
+   * start (property-tested), and the rest of the list is read with it.
+   */
+  readonly later?: Promise<IndexFilter>;
+  /** With `later`: the characters (as the budget counts them) kept before the filter comes, at most. */
+  readonly heldEarly?: number;
+}
+
+/** What a declared desired state asks the index to keep (IndexOptions). */
+export interface IndexFilter {
+  readonly versions?: ReadonlySet<string>;
+  readonly bundles?: ReadonlySet<string>;
   readonly satisfiers?: number;
 }
 
@@ -157,7 +194,7 @@ function recordSize(r: Omit<LiveFirmware, 'bundles'>): number {
 }
 
 /** Inserts `version` into the sorted, bounded list; the characters it added (less any it pushed out). */
-function keepFirst(list: string[], version: string): number {
+function keepFirst(list: string[], version: string, cap = BUNDLES_KEPT_PER_RECORD): number {
   let lo = 0;
   let hi = list.length;
   while (lo < hi) {
@@ -165,9 +202,9 @@ function keepFirst(list: string[], version: string): number {
     if (list[mid]! < version) lo = mid + 1;
     else hi = mid;
   }
-  if (list[lo] === version || lo >= BUNDLES_KEPT_PER_RECORD) return 0;
+  if (list[lo] === version || lo >= cap) return 0;
   list.splice(lo, 0, version);
-  const dropped = list.length > BUNDLES_KEPT_PER_RECORD ? list.pop()!.length : 0;
+  const dropped = list.length > cap ? list.pop()!.length : 0;
   return version.length - dropped;
 }
 
@@ -206,10 +243,20 @@ function byComponentName(a: LiveFirmware, b: LiveFirmware): number {
 export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundle[]>, opts: IndexOptions = {}): Promise<Map<string, readonly LiveFirmware[]>> {
   const byNumber = new Map<string, Accumulated | Slot>();
   const budget = opts.budget;
-  const versions = opts.versions;
-  const declaredBundles = opts.bundles !== undefined && opts.bundles.size > 0 ? opts.bundles : undefined;
+  // Until a `later` filter comes (early), everything is kept: no versions, no declared bundles, no satisfiers.
+  let early = opts.later !== undefined;
+  let versions = early ? undefined : opts.versions;
+  const bundlesOf = (f: IndexFilter): ReadonlySet<string> | undefined => (f.bundles !== undefined && f.bundles.size > 0 ? f.bundles : undefined);
+  let declaredBundles = early ? undefined : bundlesOf(opts);
+  let came: { filter: IndexFilter } | undefined;
+  const later = opts.later?.then((filter) => { came = { filter }; });
+  // Awaited where it is needed; a load that fails after the list stopped must not be an unhandled rejection.
+  later?.catch(() => undefined);
+  let heldEarly = 0;
   let pageCount = 0;
+  let made = 0;
   const spend = (n: number): void => {
+    if (early) heldEarly += n;
     if (budget === undefined) return;
     budget.left -= n;
     if (budget.left < 0) {
@@ -226,11 +273,12 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
       }
       return;
     }
-    spend(keepFirst(acc.first, version));
+    // Early, every bundle version is kept: which are declared, and so which are the first few, is not known yet.
+    spend(keepFirst(acc.first, version, early ? Infinity : BUNDLES_KEPT_PER_RECORD));
   };
   // component → its highest active versions kept for the dependency check, highest first.
   const tops = new Map<string, string[]>();
-  const N = opts.satisfiers ?? 0;
+  let N = early ? 0 : opts.satisfiers ?? 0;
   const sizeOf = (a: Accumulated): number => recordSize(a.record) + a.first.reduce((n, v) => n + v.length, 0);
   const evict = (component: string, version: string): void => {
     const held = byNumber.get(version);
@@ -251,7 +299,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     if (held.list.length === 0) byNumber.delete(version);
   };
   /** Whether a record of a version not declared is kept for the dependency check, making room for it. */
-  const keepForDependencies = (fw: FirmwareBundle['firmwares'][number]): 'dependent' | 'top' | undefined => {
+  const keepForDependencies = (fw: { readonly version_number: string; readonly component_name: string; readonly is_deactivated?: boolean | null; readonly dependencies?: readonly unknown[] | null }): 'dependent' | 'top' | undefined => {
     if (N === 0 || fw.is_deactivated === true) return undefined;
     if ((fw.dependencies ?? []).length > 0) return 'dependent';
     const top = tops.get(fw.component_name) ?? [];
@@ -264,22 +312,26 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     if (top.length > N) evict(fw.component_name, top.pop()!);
     return 'top';
   };
-  const create = (fw: FirmwareBundle['firmwares'][number], why?: 'dependent' | 'top'): Accumulated => {
-    const first: string[] = [];
+  /** A record and its first bundle (as addBundle would put it in), the list made at its size: a list grown from empty has room for 16 more. */
+  const create = (fw: FirmwareBundle['firmwares'][number], bundle: string, why?: 'dependent' | 'top'): Accumulated => {
+    const declared = declaredBundles?.has(bundle) === true;
+    const first: string[] = declared ? [] : [bundle];
     const acc: Accumulated = {
       record: {
         version_number: fw.version_number,
-        component_name: fw.component_name,
+        component_name: intern(fw.component_name),
         firmware_id: fw.firmware_id ?? null,
         is_deactivated: fw.is_deactivated ?? null,
         uncompressed_size: fw.uncompressed_size ?? null,
-        dependencies: fw.dependencies ?? [],
+        dependencies: fw.dependencies == null || fw.dependencies.length === 0 ? NO_DEPENDENCIES : fw.dependencies,
         bundles: first,
       },
       first,
+      seq: made++,
       ...(why === 'top' ? { top: true } : {}),
+      ...(declared ? { declared: new Set([bundle]) } : {}),
     };
-    spend(recordSize(acc.record));
+    spend(recordSize(acc.record) + bundle.length);
     return acc;
   };
   // The records of each page are searched for API keys while they are at hand (keysInLive then
@@ -298,7 +350,69 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     if (pagePlain) pagePlain = collectRecord(acc.record, pageStrings);
     pageStrings.add(bundle);
   };
+  /**
+   * The filter came: what it would not have kept is dropped, in the order the records were read
+   * (one difference, for a number listed under more than MAX_RECORDS_PER_VERSION components:
+   * early, the first that many of all of them were kept, not of those the filter keeps)
+   * (the order the dependency check's highest versions were chosen in, as the list went), and
+   * each record keeps its declared bundles and its first few others, as addBundle keeps them.
+   */
+  const settle = (filter: IndexFilter): void => {
+    early = false;
+    versions = filter.versions;
+    declaredBundles = bundlesOf(filter);
+    N = filter.satisfiers ?? 0;
+    const trim = (acc: Accumulated): void => {
+      const all = acc.first.splice(0);
+      for (const v of all) {
+        if (declaredBundles?.has(v) === true) (acc.declared ??= new Set()).add(v);
+        else if (acc.first.length < BUNDLES_KEPT_PER_RECORD) acc.first.push(v);
+        else spend(-v.length);
+      }
+    };
+    const drop = (number: string, acc: Accumulated): void => {
+      const held = byNumber.get(number);
+      if (held === undefined) return;
+      spend(-sizeOf(acc) - (acc.declared === undefined ? 0 : [...acc.declared].reduce((n, v) => n + v.length, 0)));
+      if ('record' in held) {
+        if (held === acc) byNumber.delete(number);
+        return;
+      }
+      const i = held.list.indexOf(acc);
+      if (i === -1) return;
+      held.list.splice(i, 1);
+      const r = acc.record;
+      if (r.firmware_id != null && held.byId.get(r.firmware_id) === acc) {
+        // The list would have pointed at the last record of that id it made: the last one left.
+        const last = held.list.findLast((a) => a.record.firmware_id === r.firmware_id);
+        if (last === undefined) held.byId.delete(r.firmware_id);
+        else held.byId.set(r.firmware_id, last);
+      }
+      if (held.byComponent.get(r.component_name) === acc) {
+        held.byComponent.delete(r.component_name);
+        const next = held.list.find((a) => a.record.component_name === r.component_name);
+        if (next !== undefined) held.byComponent.set(r.component_name, next);
+      }
+      if (held.list.length === 0) byNumber.delete(number);
+    };
+    for (const [number, held] of byNumber) {
+      for (const acc of 'record' in held ? [held] : [...held.list]) {
+        trim(acc);
+        if (versions === undefined || versions.has(number)) continue;
+        // (evict, below, drops only records marked top, which are records this loop passed already.)
+        const why = keepForDependencies(acc.record);
+        if (why === undefined) drop(number, acc);
+        else if (why === 'top') acc.top = true;
+      }
+    }
+    // A number comes where its first record that is kept came: the record that put it first may be gone.
+    const firstSeq = (held: Accumulated | Slot): number => ('record' in held ? held.seq : held.list.reduce((m, a) => Math.min(m, a.seq), Infinity));
+    const entries = [...byNumber].sort((a, b) => firstSeq(a[1]) - firstSeq(b[1]));
+    byNumber.clear();
+    for (const [number, held] of entries) byNumber.set(number, held);
+  };
   for await (const page of pages) {
+    if (early && came !== undefined) settle(came.filter);
     pageCount++;
     for (const bundle of page) {
       for (const fw of bundle.firmwares) {
@@ -309,8 +423,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         }
         const held = byNumber.get(fw.version_number);
         if (held === undefined) {
-          const acc = create(fw, why);
-          addBundle(acc, bundle.version);
+          const acc = create(fw, bundle.version, why);
           created(acc, bundle.version);
           byNumber.set(fw.version_number, acc);
           continue;
@@ -332,8 +445,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
           continue;
         }
         if (slot.list.length >= MAX_RECORDS_PER_VERSION) continue;
-        const acc = create(fw, why);
-        addBundle(acc, bundle.version);
+        const acc = create(fw, bundle.version, why);
         created(acc, bundle.version);
         slot.list.push(acc);
         if (fw.firmware_id != null) slot.byId.set(fw.firmware_id, acc);
@@ -344,10 +456,19 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     pageStrings.clear();
     pagePlain = true;
     touched.length = 0;
+    // Held as much as may be held before the filter: the next page waits for it.
+    if (early && came === undefined && heldEarly >= (opts.heldEarly ?? Infinity)) await later;
+  }
+  if (early) {
+    await later;
+    settle(came!.filter);
   }
   const out = new Map<string, readonly LiveFirmware[]>();
   const done = (acc: Accumulated): LiveFirmware => {
+    // A list grown by splice has room for 16 more (V8's growth): kept as a copy of its length.
+    // Most records are in one bundle, whose list was made at its size (create).
     if (acc.declared !== undefined) acc.record.bundles = [...new Set([...acc.first, ...acc.declared])].sort();
+    else if (acc.first.length > 1) acc.record.bundles = acc.first.slice();
     return acc.record;
   };
   for (const [number, held] of byNumber) {

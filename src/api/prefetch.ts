@@ -1,14 +1,14 @@
-// Reading the bundle list ahead: `plan` starts the list of the tenants it can name from the
-// config while the desired state is still loading (the load is CPU, the list is mostly the
-// server's time), and while a page is indexed the next one is already on its way. What is read
-// ahead is held as pages, at most a bound of records per tenant: past it the list waits for the
-// index to take pages, so a tenant far larger than its desired state is not held whole.
-//
+// Reading the bundle list ahead. Two ways:
+// - prefetchBundles: while the index takes a page, the next one is already on its way (every
+//   read of the list); at most `maxHeld` records are held as pages before the list waits.
+// - indexAhead: plan starts the lists of the tenants it can name from the config while the
+//   desired state is still loading (the load is CPU, the list is mostly the server's time), and
+//   indexes them as they come, before it knows what to keep (IndexOptions.later).
 // A page read ahead is exactly the page the index would have read: the same client, the same
 // checks (bundlePages), in the same order; an error is thrown where the index reaches it.
-import type { FirmwareBundle } from '../model/index.js';
+import type { FirmwareBundle, LiveFirmware } from '../model/index.js';
 import type { ApiClient } from './client.js';
-import { RECORD_OVERHEAD, RECORDS_BUDGET_FACTOR } from './limits.js';
+import { indexFirmwares, type IndexFilter, type RecordsBudget } from './fetch-live.js';
 
 export interface BundlePrefetch {
   /**
@@ -18,11 +18,6 @@ export interface BundlePrefetch {
   take(tenant: string, signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> | undefined;
   /** Stops every list still being read and waits until no request of theirs is left. */
   stop(): Promise<void>;
-}
-
-/** Records held ahead per tenant: what the records budget of a fetch can keep (2 × --max-response-size). */
-export function heldAhead(maxResponseBytes: number): number {
-  return Math.max(1000, Math.floor((RECORDS_BUDGET_FACTOR * maxResponseBytes) / RECORD_OVERHEAD));
 }
 
 interface Reading {
@@ -50,8 +45,8 @@ function waiter(r: Reading): Promise<void> {
   });
 }
 
-export function prefetchBundles(client: ApiClient, tenants: readonly string[], opts: { readonly maxHeld?: number } = {}): BundlePrefetch {
-  const maxHeld = opts.maxHeld ?? heldAhead(client.limits.maxResponseBytes);
+export function prefetchBundles(client: ApiClient, tenants: readonly string[], opts: { readonly maxHeld: number }): BundlePrefetch {
+  const maxHeld = opts.maxHeld;
   const readings = new Map<string, Reading>();
   for (const tenant of tenants) {
     const r: Reading = { pages: [], held: 0, done: false, taken: false, stop: new AbortController(), wake: () => undefined, running: Promise.resolve() };
@@ -114,6 +109,75 @@ export function prefetchBundles(client: ApiClient, tenants: readonly string[], o
         r.wake();
       }
       await Promise.all([...readings.values()].map((r) => r.running));
+    },
+  };
+}
+
+/**
+ * plan's read-ahead: each tenant's bundle list is read and indexed while the desired state loads,
+ * before the index knows what to keep (IndexOptions.later): until the filter comes it keeps every
+ * record, at most `heldEarly` characters of them (then the list waits), and then drops what the
+ * filter would not have kept. What is held is the index itself, never pages: no more memory than
+ * the index the run needs anyway, bounded where the tenant is larger than the desired state.
+ */
+export interface IndexAhead {
+  /** Gives the tenant's index its filter and returns it; undefined when the tenant is not read ahead (or was taken). Aborting `signal` stops its list. */
+  take(tenant: string, filter: IndexFilter, signal?: AbortSignal): Promise<Map<string, readonly LiveFirmware[]>> | undefined;
+  /** The tenant's list is not needed (no firmware declared): stopped now. */
+  drop(tenant: string): void;
+  /** Stops every list still being read and waits until no request of theirs is left. */
+  stop(): Promise<void>;
+}
+
+interface Ahead {
+  readonly controller: AbortController;
+  readonly index: Promise<Map<string, readonly LiveFirmware[]>>;
+  give(filter: IndexFilter): void;
+  refuse(reason: Error): void;
+  taken: boolean;
+}
+
+export function indexAhead(client: ApiClient, tenants: readonly string[], opts: { readonly budget: RecordsBudget; readonly heldEarly: number }): IndexAhead {
+  const all = new Map<string, Ahead>();
+  for (const tenant of tenants) {
+    const controller = new AbortController();
+    let give!: (f: IndexFilter) => void;
+    let refuse!: (e: Error) => void;
+    const later = new Promise<IndexFilter>((resolve, reject) => { give = resolve; refuse = reject; });
+    const index = (async () => indexFirmwares(client.tenant(tenant).bundlePages(controller.signal), { later, heldEarly: opts.heldEarly, budget: opts.budget, tenant }))();
+    // Whoever takes it sees its failure; one nobody takes must not be an unhandled rejection.
+    index.catch(() => undefined);
+    all.set(tenant, { controller, index, give, refuse, taken: false });
+  }
+  const end = (a: Ahead, why: string): void => {
+    if (a.taken) return;
+    a.taken = true;
+    a.refuse(new Error(why));
+    a.controller.abort(new Error(why));
+  };
+  return {
+    take(tenant, filter, signal) {
+      const a = all.get(tenant);
+      if (a === undefined || a.taken) return undefined;
+      a.taken = true;
+      if (signal !== undefined) {
+        if (signal.aborted) a.controller.abort(signal.reason);
+        else signal.addEventListener('abort', () => a.controller.abort(signal.reason), { once: true });
+      }
+      a.give(filter);
+      return a.index;
+    },
+    drop(tenant) {
+      const a = all.get(tenant);
+      if (a !== undefined) end(a, `the bundle list of tenant ${tenant} is not needed`);
+    },
+    async stop() {
+      for (const [tenant, a] of all) {
+        end(a, `the bundle list of tenant ${tenant} was not needed`);
+        // Taken ones are stopped too: stop() comes when the run is over (or failed).
+        a.controller.abort(new Error('stopped'));
+      }
+      await Promise.allSettled([...all.values()].map((a) => a.index));
     },
   };
 }

@@ -92,7 +92,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const client = reuse ? ahead.client : await connect(config, tenants, connectOptions);
   const shown = progress;
   try {
-    const { live, plan } = await shown.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts), reuse ? ahead.prefetch : undefined));
+    const { live, plan } = await shown.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts), reuse ? ahead.read : undefined));
     const planned = performance.now();
     const rssPlanned = process.memoryUsage.rss();
     // The plan compared the real values; what is shown and saved has the keys redacted.

@@ -5,6 +5,7 @@ import type { ConfigIssue } from '../errors.js';
 import type { ActionSpec, DesiredAction, DesiredFirmware, DesiredObject, FirmwareSpec, JsonObject, PhaseSpec, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { parseDurationMs } from '../limits.js';
 import { REDACTED } from '../redact.js';
+import { intern, NO_DEPENDENCIES } from '../intern.js';
 import { hint } from './did-you-mean.js';
 import { issueAt, locate, offsetOf, type YamlSource } from './yaml-source.js';
 
@@ -180,12 +181,15 @@ export function buildObject(value: JsonObject, tenant: string, source: SourceLoc
   if (value.kind === 'Firmware') {
     const s = spec as unknown as FirmwareSpec;
     const out: FirmwareSpec = { version_number: s.version_number };
-    if (s.component_name !== undefined) out.component_name = s.component_name;
+    if (s.component_name !== undefined) out.component_name = intern(s.component_name);
     if (s.bundle_version !== undefined) out.bundle_version = s.bundle_version;
     if (s.is_deactivated !== undefined) out.is_deactivated = s.is_deactivated;
     if (s.uncompressed_size !== undefined) out.uncompressed_size = s.uncompressed_size;
-    if (s.dependencies !== undefined) out.dependencies = s.dependencies.map((d) => ({ component_name: d.component_name, min_version: d.min_version }));
-    const f: DesiredFirmware = { kind: 'firmware', tenant, labels, source, spec: out };
+    if (s.dependencies !== undefined) {
+      out.dependencies = s.dependencies.length === 0 ? NO_DEPENDENCIES as unknown as FirmwareSpec['dependencies']
+        : s.dependencies.map((d) => ({ component_name: intern(d.component_name), min_version: intern(d.min_version) }));
+    }
+    const f: DesiredFirmware = { kind: 'firmware', tenant: intern(tenant), labels, source, spec: out };
     return f;
   }
   const phases = (spec.phases as JsonObject[]).map((p): PhaseSpec => ({
@@ -197,7 +201,7 @@ export function buildObject(value: JsonObject, tenant: string, source: SourceLoc
   const control = spec as unknown as ActionSpec;
   const minSoakMs = control.min_soak !== undefined ? parseDurationMs(control.min_soak) : undefined;
   const a: DesiredAction = {
-    kind: 'action', tenant, labels, source, id: spec.id as number, phases, phaseSources,
+    kind: 'action', tenant: intern(tenant), labels, source, id: spec.id as number, phases, phaseSources,
     ...(control.paused === true ? { paused: true } : {}),
     ...(control.pacing !== undefined ? { pacing: control.pacing } : {}),
     ...(minSoakMs !== undefined ? { minSoakMs } : {}),

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { prefetchBundles } from '../../src/api/prefetch.js';
+import { indexAhead, prefetchBundles } from '../../src/api/prefetch.js';
+import { recordsBudget } from '../../src/api/fetch-live.js';
 import type { ApiClient } from '../../src/api/client.js';
 import type { TenantClient } from '../../src/api/types.js';
 import type { FirmwareBundle } from '../../src/model/index.js';
@@ -39,7 +40,7 @@ const settle = () => new Promise((r) => setTimeout(r, 30));
 describe('prefetchBundles', () => {
   it('reads ahead before anyone takes the pages, then gives every page once, in order', async () => {
     const { client, state } = fakeList(5);
-    const ahead = prefetchBundles(client, ['acme']);
+    const ahead = prefetchBundles(client, ['acme'], { maxHeld: 1_000_000 });
     await vi.waitFor(() => expect(state.asked).toBe(5));
     const seen: string[] = [];
     for await (const p of ahead.take('acme')!) seen.push(p[0]!.version);
@@ -69,7 +70,7 @@ describe('prefetchBundles', () => {
 
   it('an error is thrown where the pages reach it, after the pages before it', async () => {
     const { client } = fakeList(5, { failAt: 3 });
-    const ahead = prefetchBundles(client, ['acme']);
+    const ahead = prefetchBundles(client, ['acme'], { maxHeld: 1_000_000 });
     const seen: string[] = [];
     await expect((async () => { for await (const p of ahead.take('acme')!) seen.push(p[0]!.version); })()).rejects.toThrow('page 3 failed');
     expect(seen).toEqual(['b1', 'b2']);
@@ -111,5 +112,51 @@ describe('prefetchBundles', () => {
     await ahead.stop();
     expect(state.finished).toBe(true);
     expect(state.asked).toBeLessThan(20);
+  });
+});
+
+describe('indexAhead', () => {
+  it('indexes before the filter comes, keeps what the filter keeps, and holds at most heldEarly before it', async () => {
+    const { client, state } = fakeList(40, { records: 3 });
+    const budget = recordsBudget(32 * 1024 * 1024);
+    const ahead = indexAhead(client, ['acme'], { budget, heldEarly: 10_000 });
+    await vi.waitFor(() => expect(state.asked).toBeGreaterThan(2));
+    await settle();
+    // Each record counts some 520 characters: the list waits after about 10,000 of them.
+    expect(state.asked).toBeLessThan(10);
+    const index = await ahead.take('acme', { versions: new Set(['5.1', '39.2']) })!;
+    expect([...index.keys()].sort()).toEqual(['39.2', '5.1']);
+    expect(state.asked).toBe(40);
+    expect(budget.left).toBe(budget.limit - [...index.values()].flat().reduce((n, r) => n + 512 + r.version_number.length + r.component_name.length + r.bundles.join('').length, 0));
+    await ahead.stop();
+  });
+
+  it('a tenant dropped, or never taken, is stopped; a load that failed leaves no unhandled rejection', async () => {
+    const a = fakeList(1000, { records: 1 });
+    const b = fakeList(1000, { records: 1 });
+    const client = { ...a.client, tenant: (name: string) => (name === 'acme' ? a.client : b.client).tenant(name) } as typeof a.client;
+    const ahead = indexAhead(client, ['acme', 'globex'], { budget: recordsBudget(32 * 1024 * 1024), heldEarly: 5000 });
+    ahead.drop('globex');
+    await vi.waitFor(() => expect(b.state.finished).toBe(true));
+    expect(ahead.take('globex', { versions: new Set() })).toBeUndefined();
+    const rejections: unknown[] = [];
+    const onRejection = (e: unknown) => rejections.push(e);
+    process.on('unhandledRejection', onRejection);
+    try {
+      await ahead.stop();
+      await settle();
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+    expect(a.state.finished).toBe(true);
+    expect(a.state.asked).toBeLessThan(20);
+    expect(rejections).toEqual([]);
+  });
+
+  it('an error of the list reaches whoever takes the index', async () => {
+    const { client } = fakeList(10, { failAt: 4 });
+    const ahead = indexAhead(client, ['acme'], { budget: recordsBudget(32 * 1024 * 1024), heldEarly: 1_000_000 });
+    await expect(ahead.take('acme', { versions: new Set(['1.0']) })!).rejects.toThrow('page 4 failed');
+    await ahead.stop();
   });
 });
