@@ -18,7 +18,8 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions,
     const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: configEnv(globals) });
     const parsed = await readParsedFiles(config);
     const filter = { tenants: globals.tenant, selector: parseSelector(globals.selector) };
-    const result = assemble(parsed, config, filter);
+    // Only the issues are shown: the desired state is not sorted.
+    const result = assemble(parsed, config, filter, { sorted: false });
     issues = result.issues;
     files = parsed.length;
     // Valid files that hold nothing the flags ask for are an error, not "0 files: valid".

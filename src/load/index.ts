@@ -266,14 +266,22 @@ export function included(o: DesiredObject, filter: LoadFilter | undefined): bool
   return true;
 }
 
-/** Pure: the cross-file checks (an identity defined twice) and the DesiredState. */
-export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, filter?: LoadFilter): LoadResult {
+/**
+ * Pure: the cross-file checks (an identity defined twice) and the DesiredState. `sorted: false`
+ * (validate, which uses only the issues) leaves the desired objects in file order: sorting
+ * 200,000 firmwares was a tenth of a validate.
+ */
+export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, filter?: LoadFilter, opts: { readonly sorted?: boolean } = {}): LoadResult {
   // The files come sorted from listResourceFiles (and watch's cache keeps them so): check in one
   // pass before sorting a copy.
   const byPath = (a: ParsedFile, b: ParsedFile): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   const sorted = inOrder(files, byPath) ? files : [...files].sort(byPath);
   const issues: ConfigIssue[] = sorted.flatMap((f) => f.issues);
-  const firstSeen = new Map<string, SourceLocation>();
+  // kind and tenant, then key: no joined string per document (a new string to hash, 200,000 of them).
+  const firstSeen = new Map<string, Map<string, SourceLocation>>();
+  let lastKind: string | undefined;
+  let lastTenant: string | undefined;
+  let lastSeen: Map<string, SourceLocation> | undefined;
   const firmwares: DesiredFirmware[] = [];
   const actions: DesiredAction[] = [];
   for (const f of sorted) {
@@ -281,13 +289,21 @@ export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, f
       let duplicate = false;
       if (d.identity) {
         const id = d.identity;
-        const k = `${id.kind}\u0000${id.tenant}\u0000${id.key}`;
-        const first = firstSeen.get(k);
+        // Documents come grouped by kind and tenant, mostly: the last scope is asked first.
+        if (id.kind !== lastKind || id.tenant !== lastTenant) {
+          const scope = `${id.kind}\u0000${id.tenant}`;
+          lastSeen = firstSeen.get(scope);
+          if (lastSeen === undefined) firstSeen.set(scope, lastSeen = new Map());
+          lastKind = id.kind;
+          lastTenant = id.tenant;
+        }
+        const seen = lastSeen!;
+        const first = seen.get(id.key);
         if (first) {
           duplicate = true;
           const what = id.kind === 'firmware' ? `firmware "${id.key}"` : `action ${id.key}`;
           issues.push({ ...id.location, pointer: id.pointer, message: `${what} of tenant "${id.tenant}" is defined twice; the first definition is at ${first.file}:${first.line}; keep one` });
-        } else firstSeen.set(k, id.location);
+        } else seen.set(id.key, id.location);
       }
       const o = d.object;
       if (!o || duplicate || !included(o, filter)) continue;
@@ -296,9 +312,11 @@ export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, f
     }
   }
   if (config.windows?.some((w) => w.tenants !== undefined)) issues.push(...windowTenantIssues(config, sorted));
-  sortFirmwares(firmwares);
-  const byId = (a: DesiredAction, b: DesiredAction): number => cmp(a.tenant, b.tenant) || a.id - b.id;
-  if (!inOrder(actions, byId)) actions.sort(byId);
+  if (opts.sorted !== false) {
+    sortFirmwares(firmwares);
+    const byId = (a: DesiredAction, b: DesiredAction): number => cmp(a.tenant, b.tenant) || a.id - b.id;
+    if (!inOrder(actions, byId)) actions.sort(byId);
+  }
   return { desired: { firmwares, actions, files: sorted.map((f) => f.path) }, issues: sortIssues(issues) };
 }
 
