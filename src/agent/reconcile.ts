@@ -9,7 +9,7 @@ import type {
   ApiLimits, ApplyReport, Change, ChangeResult, Clock, DesiredState, LiveState, Logger, Plan, ResolvedConfig,
 } from '../model/index.js';
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
-import { assemble, displayPath, readParsedFiles, type LoadFilter, type LoadResult } from '../load/index.js';
+import { displayPath, loadAssembled, type LoadFilter } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
 import { fallbackKeyUsable, readAllKeys, readApiKeys } from '../load/keys.js';
 import { createApiClient, type ApiClient, type PageEvent, type RequestEvent, type RequestStart } from '../api/client.js';
@@ -51,10 +51,9 @@ export interface ConnectOptions {
  * and no files, or a --tenant or --selector that matches nothing, is a UserError.
  */
 export async function loadOrThrow(config: ResolvedConfig, filter: LoadFilter): Promise<DesiredState> {
-  const files = await readParsedFiles(config);
-  const result: LoadResult = assemble(files, config, filter);
+  const { result, facts } = await loadAssembled(config, filter);
   if (result.issues.length > 0) throw new ConfigError(result.issues);
-  checkSelection(files, config, filter);
+  checkSelection(facts, config, filter);
   return result.desired;
 }
 

@@ -271,12 +271,28 @@ export function included(o: DesiredObject, filter: LoadFilter | undefined): bool
  * (validate, which uses only the issues) leaves the desired objects in file order: sorting
  * 200,000 firmwares was a tenth of a validate.
  */
-export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, filter?: LoadFilter, opts: { readonly sorted?: boolean } = {}): LoadResult {
+export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, filter?: LoadFilter, opts: AssembleOptions = {}): LoadResult {
   // The files come sorted from listResourceFiles (and watch's cache keeps them so): check in one
   // pass before sorting a copy.
   const byPath = (a: ParsedFile, b: ParsedFile): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   const sorted = inOrder(files, byPath) ? files : [...files].sort(byPath);
-  const issues: ConfigIssue[] = sorted.flatMap((f) => f.issues);
+  const a = assembler(config, filter, opts);
+  for (const f of sorted) a.add(f);
+  return a.finish();
+}
+
+export interface AssembleOptions {
+  readonly sorted?: boolean;
+}
+
+/** assemble, one file at a time, in path order: what plan keeps of a file is its objects, not its parse. */
+export interface Assembler {
+  add(file: ParsedFile): void;
+  finish(): LoadResult;
+}
+
+export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: AssembleOptions = {}): Assembler {
+  const issues: ConfigIssue[] = [];
   // kind and tenant, then key: no joined string per document (a new string to hash, 200,000 of them).
   const firstSeen = new Map<string, Map<string, SourceLocation>>();
   let lastKind: string | undefined;
@@ -284,40 +300,55 @@ export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, f
   let lastSeen: Map<string, SourceLocation> | undefined;
   const firmwares: DesiredFirmware[] = [];
   const actions: DesiredAction[] = [];
-  for (const f of sorted) {
-    for (const d of f.documents) {
-      let duplicate = false;
-      if (d.identity) {
-        const id = d.identity;
-        // Documents come grouped by kind and tenant, mostly: the last scope is asked first.
-        if (id.kind !== lastKind || id.tenant !== lastTenant) {
-          const scope = `${id.kind}\u0000${id.tenant}`;
-          lastSeen = firstSeen.get(scope);
-          if (lastSeen === undefined) firstSeen.set(scope, lastSeen = new Map());
-          lastKind = id.kind;
-          lastTenant = id.tenant;
+  const paths: string[] = [];
+  // Every document's tenant, for the check of the windows' tenants.
+  const windowTenants = config.windows?.some((w) => w.tenants !== undefined) === true;
+  const tenants = new Set<string>();
+  let lastPath: string | undefined;
+  return {
+    add(f) {
+      // The first definition of an identity is the one in the first file in path order.
+      if (lastPath !== undefined && f.path < lastPath) throw new Error(`assembler: ${f.path} came after ${lastPath}`);
+      lastPath = f.path;
+      paths.push(f.path);
+      for (const i of f.issues) issues.push(i);
+      for (const d of f.documents) {
+        let duplicate = false;
+        if (d.identity) {
+          const id = d.identity;
+          if (windowTenants) tenants.add(id.tenant);
+          // Documents come grouped by kind and tenant, mostly: the last scope is asked first.
+          if (id.kind !== lastKind || id.tenant !== lastTenant) {
+            const scope = `${id.kind}\u0000${id.tenant}`;
+            lastSeen = firstSeen.get(scope);
+            if (lastSeen === undefined) firstSeen.set(scope, lastSeen = new Map());
+            lastKind = id.kind;
+            lastTenant = id.tenant;
+          }
+          const seen = lastSeen!;
+          const first = seen.get(id.key);
+          if (first) {
+            duplicate = true;
+            const what = id.kind === 'firmware' ? `firmware "${id.key}"` : `action ${id.key}`;
+            issues.push({ ...id.location, pointer: id.pointer, message: `${what} of tenant "${id.tenant}" is defined twice; the first definition is at ${first.file}:${first.line}; keep one` });
+          } else seen.set(id.key, id.location);
         }
-        const seen = lastSeen!;
-        const first = seen.get(id.key);
-        if (first) {
-          duplicate = true;
-          const what = id.kind === 'firmware' ? `firmware "${id.key}"` : `action ${id.key}`;
-          issues.push({ ...id.location, pointer: id.pointer, message: `${what} of tenant "${id.tenant}" is defined twice; the first definition is at ${first.file}:${first.line}; keep one` });
-        } else seen.set(id.key, id.location);
+        const o = d.object;
+        if (!o || duplicate || !included(o, filter)) continue;
+        if (o.kind === 'firmware') firmwares.push(o);
+        else actions.push(o);
       }
-      const o = d.object;
-      if (!o || duplicate || !included(o, filter)) continue;
-      if (o.kind === 'firmware') firmwares.push(o);
-      else actions.push(o);
-    }
-  }
-  if (config.windows?.some((w) => w.tenants !== undefined)) issues.push(...windowTenantIssues(config, sorted));
-  if (opts.sorted !== false) {
-    sortFirmwares(firmwares);
-    const byId = (a: DesiredAction, b: DesiredAction): number => cmp(a.tenant, b.tenant) || a.id - b.id;
-    if (!inOrder(actions, byId)) actions.sort(byId);
-  }
-  return { desired: { firmwares, actions, files: sorted.map((f) => f.path) }, issues: sortIssues(issues) };
+    },
+    finish() {
+      if (windowTenants) issues.push(...windowTenantIssues(config, tenants));
+      if (opts.sorted !== false) {
+        sortFirmwares(firmwares);
+        const byId = (a: DesiredAction, b: DesiredAction): number => cmp(a.tenant, b.tenant) || a.id - b.id;
+        if (!inOrder(actions, byId)) actions.sort(byId);
+      }
+      return { desired: { firmwares, actions, files: paths }, issues: sortIssues(issues) };
+    },
+  };
 }
 
 /**
@@ -325,10 +356,10 @@ export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, f
  * default tenant, or a document's): a misspelt one would make a freeze hold nothing, silently.
  * Every document counts, whatever --tenant or --selector leave out.
  */
-function windowTenantIssues(config: ResolvedConfig, files: readonly ParsedFile[]): ConfigIssue[] {
+function windowTenantIssues(config: ResolvedConfig, documentTenants: ReadonlySet<string>): ConfigIssue[] {
   const known = new Set(Object.keys(config.tenants));
   if (config.defaultTenant !== undefined) known.add(config.defaultTenant);
-  for (const f of files) for (const d of f.documents) if (d.identity) known.add(d.identity.tenant);
+  for (const t of documentTenants) known.add(t);
   const issues: ConfigIssue[] = [];
   (config.windows ?? []).forEach((w, i) => {
     (w.tenants ?? []).forEach((t, j) => {
@@ -394,18 +425,55 @@ export function loadDocuments(files: readonly SourceFile[], config: ResolvedConf
  * tens of milliseconds a page); in one long synchronous burst V8 also grows the heap more.
  */
 export async function readParsedFiles(config: ResolvedConfig, paths?: readonly string[]): Promise<ParsedFile[]> {
+  const out: ParsedFile[] = [];
+  await eachParsedFile(config, (f) => { out.push(f); }, paths);
+  return out;
+}
+
+/** readParsedFiles, each file given to `onFile` as it is parsed (in path order) and not kept. */
+export async function eachParsedFile(config: ResolvedConfig, onFile: (file: ParsedFile) => void, paths?: readonly string[]): Promise<void> {
   const list = paths ?? await listResourceFiles(config);
   const root = repositoryRoot(config);
-  const out: ParsedFile[] = [];
   let turn = performance.now();
   for (let i = 0; i < list.length; i++) {
     if ((i & 7) === 0 && i > 0 && performance.now() - turn >= TURN_MS) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       turn = performance.now();
     }
-    out.push(readParsedFile(config, list[i]!, root));
+    onFile(readParsedFile(config, list[i]!, root));
   }
-  return out;
+}
+
+/** What the selection checks need of the files (src/load/selection.ts): counts, and every object when --tenant or --selector asks. */
+export interface SelectionFacts {
+  readonly files: number;
+  /** Files with at least one document. */
+  readonly withDocuments: number;
+  /** Every valid document's object, whatever the filter; only when the filter names tenants or labels. */
+  readonly objects?: readonly DesiredObject[];
+}
+
+export function filters(filter: LoadFilter | undefined): boolean {
+  return (filter?.tenants ?? []).length > 0 || Object.keys(filter?.selector ?? {}).length > 0;
+}
+
+/**
+ * Reads, parses and assembles in one go, each file as it is parsed: what is kept of a file is
+ * its objects, not its parse (the parses of 200,000 documents, with their identities and
+ * positions, were some 45 MB held until the end of the load, and the heap grew by several times that).
+ */
+export async function loadAssembled(config: ResolvedConfig, filter?: LoadFilter, opts: AssembleOptions = {}): Promise<{ result: LoadResult; facts: SelectionFacts }> {
+  const a = assembler(config, filter, opts);
+  let files = 0;
+  let withDocuments = 0;
+  const objects: DesiredObject[] | undefined = filters(filter) ? [] : undefined;
+  await eachParsedFile(config, (f) => {
+    a.add(f);
+    files += 1;
+    if (f.documents.length > 0) withDocuments += 1;
+    if (objects !== undefined) for (const d of f.documents) if (d.object) objects.push(d.object);
+  });
+  return { result: a.finish(), facts: { files, withDocuments, ...(objects !== undefined ? { objects } : {}) } };
 }
 
 /** How long loading runs before the event loop gets a turn. */

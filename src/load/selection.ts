@@ -6,7 +6,7 @@ import { isAbsolute, relative, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import type { DesiredObject, ResolvedConfig } from '../model/index.js';
 import { didYouMean } from './did-you-mean.js';
-import { resourceScope, type LoadFilter, type ParsedFile } from './index.js';
+import { filters, resourceScope, type LoadFilter, type ParsedFile, type SelectionFacts } from './index.js';
 
 /** Relative to the working folder when below it, else absolute. */
 function shown(path: string): string {
@@ -34,14 +34,26 @@ export function searched(config: ResolvedConfig): string {
 }
 
 /** Throws when the files hold no document at all: an empty or wrong folder is not "valid". */
-export function checkNotEmpty(files: readonly ParsedFile[], config: ResolvedConfig): void {
+export function checkNotEmpty(files: readonly ParsedFile[] | SelectionFacts, config: ResolvedConfig): void {
+  const facts = factsOf(files, undefined);
   // Absolute: a wrong working folder is what this error most often reveals.
   const dir = config.dir;
   const hint = 'check --dir and "resources" in dus-sync.yaml, or write the live state of a tenant into files with dus-sync export --tenant NAME --out DIR';
-  if (files.length === 0) throw new UserError(`no desired-state files found in ${dir} (searched for ${searched(config)}); ${hint}`);
-  if (!files.some((f) => f.documents.length > 0)) {
-    throw new UserError(`the ${files.length === 1 ? 'file' : `${files.length} files`} found in ${dir} hold${files.length === 1 ? 's' : ''} no desired-state document (kind: Firmware or Action); ${hint}`);
+  if (facts.files === 0) throw new UserError(`no desired-state files found in ${dir} (searched for ${searched(config)}); ${hint}`);
+  if (facts.withDocuments === 0) {
+    throw new UserError(`the ${facts.files === 1 ? 'file' : `${facts.files} files`} found in ${dir} hold${facts.files === 1 ? 's' : ''} no desired-state document (kind: Firmware or Action); ${hint}`);
   }
+}
+
+/** The facts of parsed files (validate and watch keep the parses; plan and apply keep only the facts). */
+function factsOf(files: readonly ParsedFile[] | SelectionFacts, filter: LoadFilter | undefined): SelectionFacts {
+  if (!Array.isArray(files)) return files as SelectionFacts;
+  const list = files as readonly ParsedFile[];
+  return {
+    files: list.length,
+    withDocuments: list.filter((f) => f.documents.length > 0).length,
+    ...(filters(filter) ? { objects: list.flatMap((f) => f.documents.flatMap((d) => (d.object ? [d.object] : []))) } : {}),
+  };
 }
 
 /** The tenants a --tenant may name without documents: those dus-sync.yaml lists, and the default. */
@@ -54,11 +66,12 @@ function configuredTenants(config: ResolvedConfig): Set<string> {
  * valid (no issues): every document has its object. A --tenant that dus-sync.yaml lists (or the
  * default tenant) may have no documents: it exists, it just has nothing declared yet.
  */
-export function checkSelection(files: readonly ParsedFile[], config: ResolvedConfig, filter: LoadFilter | undefined): void {
-  checkNotEmpty(files, config);
+export function checkSelection(files: readonly ParsedFile[] | SelectionFacts, config: ResolvedConfig, filter: LoadFilter | undefined): void {
+  const facts = factsOf(files, filter);
+  checkNotEmpty(facts, config);
   // Without --tenant or --selector there is nothing to match (and no walk of every document).
-  if ((filter?.tenants ?? []).length === 0 && Object.keys(filter?.selector ?? {}).length === 0) return;
-  const objects = files.flatMap((f) => f.documents.flatMap((d) => (d.object ? [d.object] : [])));
+  if (!filters(filter)) return;
+  const objects = facts.objects ?? [];
   const withDocuments = new Set(objects.map((o) => o.tenant));
   const tenants = filter?.tenants ?? [];
   const configured = configuredTenants(config);
