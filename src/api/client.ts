@@ -495,6 +495,10 @@ async function transmit(ctx: Context, tenant: string, key: string, call: Call, s
     const tooLarge = () => new ResponseLimitError('DUS_RESPONSE_TOO_LARGE',
       `the answer is larger than ${formatSize(ctx.maxResponseBytes)}, so it was not read further`, '--max-response-size');
     if (ok && Number(res.headers['content-length']) > ctx.maxResponseBytes) {
+      // Destroyed unread, the body emits an AbortError of undici's on the next tick; with nobody
+      // listening, that was an uncaught exception ("error: Request aborted", the process ending
+      // with it) whenever the loop got there before this error did (plan's read-ahead, mid-load).
+      res.body.once('error', () => undefined);
       res.body.destroy();
       throw tooLarge();
     }
@@ -527,6 +531,8 @@ async function readCapped(body: Dispatcher.ResponseData['body'], limit: number, 
     for await (const chunk of body as AsyncIterable<Buffer>) {
       if (size + chunk.length > limit) {
         chunks.push(chunk.subarray(0, limit - size));
+        // As above: the AbortError of a body destroyed unread must not become an uncaught exception.
+        body.once('error', () => undefined);
         body.destroy();
         return { text, cut: true };
       }

@@ -122,6 +122,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--allow-large', 'accept a plan over the safety limits')
     .option('--allow-broken-dependencies', 'plan deactivations that leave an active firmware\'s dependency unsatisfied (an error otherwise)')
     .option('--ignore-windows', 'emergencies: write outside the sync windows of the config (logged)')
+    .option('--no-read-ahead', 'read nothing until the desired-state files are loaded and valid (by default the bundle lists of the tenants dus-sync.yaml names are read while they load)')
     .addHelpText('after', '\nExamples:\n  $ dus-sync plan\n  $ dus-sync plan --format markdown > plan.md\n  $ dus-sync plan --out plan.json && dus-sync apply plan.json')
     .action(lazy(() => import('./plan.js')));
 

@@ -24,6 +24,8 @@ interface PlanFlags {
   allowLarge?: boolean;
   allowBrokenDependencies?: boolean;
   ignoreWindows?: boolean;
+  /** --no-read-ahead: false. */
+  readAhead?: boolean;
 }
 
 /** Provenance shown with the plan: the desired state's revision (json, markdown), the tool and the time (markdown). */
@@ -73,7 +75,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const connectOptions: ConnectOptions = {
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, ...connectConcurrency(concurrency), limits: apiLimitFlags(globals), ...hooks,
   };
-  const ahead = await readAhead(config, filter, connectOptions);
+  const ahead = opts.readAhead === false ? undefined : await readAhead(config, filter, connectOptions);
   let desired;
   try {
     desired = await loadOrThrow(config, filter);

@@ -121,13 +121,21 @@ describe('plan reads the bundle lists while the desired state loads', () => {
     expect((planOf(fine.stdout) as { changes: unknown[] }).changes).toHaveLength(1);
   });
 
-  it('invalid YAML ends with its issue and nothing on standard output, whatever was read ahead', async () => {
-    const dir = tree({ 'dus-sync.yaml': CONFIG, 'tenants/acme/fw.yaml': `${firmwareDocs('acme', 30)}---\napiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: 7\n` });
-    const r = await runCli(['plan'], { cwd: dir, env: env() });
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/tenants\/acme\/fw\.yaml:\d+:\d+/);
-    expect(r.stderr).not.toMatch(/\n\s+at /);
+  it('invalid YAML ends with its issue and nothing on standard output; what was read ahead is only the bundle lists; --no-read-ahead reads nothing', async () => {
+    // Many files, so that the lists are read while they load.
+    const padding = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`pad/p${i}.yaml`, '# nothing here\n']));
+    const dir = tree({ 'dus-sync.yaml': CONFIG, ...padding, 'tenants/acme/fw.yaml': `${firmwareDocs('acme', 30)}---\napiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: 7\n` });
+    for (const flags of [[], ['--no-read-ahead']]) {
+      const before = requests.length;
+      const r = await runCli(['plan', ...flags], { cwd: dir, env: env() });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/tenants\/acme\/fw\.yaml:\d+:\d+/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      const seen = requests.slice(before);
+      if (flags.length > 0) expect(seen).toEqual([]);
+      else for (const line of seen) expect(line).toMatch(/^GET \/api\/v1\/firmware-bundles(\?\S*)? /);
+    }
   });
 
   it('--tenant narrows what is read ahead: the other tenant\'s list is not read', async () => {
