@@ -261,6 +261,14 @@ export async function main(argv: string[]): Promise<void> {
     handleError(err, argv.includes('--debug'));
     process.exit(1);
   });
+  // The reader went away (`dus-sync --help | head`): stop quietly, as a command that SIGPIPE ends
+  // would, not with "error: write EPIPE" on standard error.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
   const program = buildProgram();
   program.exitOverride();
   try {
