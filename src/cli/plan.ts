@@ -65,11 +65,11 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const started = performance.now();
   // The client exists before the desired state does (the lists are read while it loads), so the
   // progress line, which needs the desired state, is reached through these.
-  let progress: LiveProgress | undefined;
+  const current: { progress?: LiveProgress } = {};
   const hooks: ProgressHooks = {
-    onRequestStart: (e) => progress?.hooks.onRequestStart(e),
-    onRequest: (e) => progress?.hooks.onRequest(e),
-    onPage: (e) => { pagesRead += 1; progress?.hooks.onPage(e); },
+    onRequestStart: (e) => current.progress?.hooks.onRequestStart(e),
+    onRequest: (e) => current.progress?.hooks.onRequest(e),
+    onPage: (e) => { pagesRead += 1; current.progress?.hooks.onPage(e); },
   };
   let pagesRead = 0;
   const connectOptions: ConnectOptions = {
@@ -87,14 +87,14 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const rssLoaded = process.memoryUsage.rss();
   const pagesAhead = pagesRead;
   const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
-  progress = liveProgress(desired);
+  const progress = liveProgress(desired);
+  current.progress = progress;
   const tenants = tenantsOf(desired);
   const reuse = ahead !== undefined && tenants.every((t) => ahead.tenants.includes(t));
   if (ahead !== undefined && !reuse) await ahead.close();
   const client = reuse ? ahead.client : await connect(config, tenants, connectOptions);
-  const shown = progress;
   try {
-    const { live, plan } = await shown.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts), reuse ? ahead.read : undefined));
+    const { live, plan } = await progress.during(() => fetchAndPlan(client, desired, concurrency.max, undefined, rolloutControl(config, log, opts), reuse ? ahead.read : undefined));
     const planned = performance.now();
     const rssPlanned = process.memoryUsage.rss();
     // The plan compared the real values; what is shown and saved has the keys redacted.
