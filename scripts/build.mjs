@@ -1,12 +1,20 @@
 // Bundles src/ into dist/ with esbuild: one small entry (commander + the command table) and
-// one lazily loaded chunk per command, so `--version` loads almost nothing. Dependencies stay
-// external (installed by npm) so that pino's worker transports and Ajv keep working.
+// one lazily loaded chunk per command, so `--version` loads almost nothing.
+//
+// The dependencies are bundled too: resolving and reading some 220 files of node_modules (yaml,
+// Ajv, js-yaml, commander...) one by one was most of a cold start. They stay listed in
+// package.json (an install still has them; nothing loads them from there). pino writes to a stream
+// in this thread (never a worker transport, whose worker file a bundle would not have), so it
+// bundles too. Bundled CommonJS calls require() for Node's builtins: the banner gives each ESM
+// chunk a real require. Their license notices, which esbuild keeps only for /*! comments, are
+// collected into dist/THIRD-PARTY-LICENSES.txt.
 import { build } from 'esbuild';
-import { readFileSync, rmSync, chmodSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 rmSync('dist', { recursive: true, force: true });
-await build({
+const result = await build({
   entryPoints: { cli: 'src/cli/main.ts', index: 'src/index.ts' },
   outdir: 'dist',
   bundle: true,
@@ -14,10 +22,34 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20.19',
-  packages: 'external',
   sourcemap: 'linked',
+  legalComments: 'eof',
+  banner: {
+    js: "// Third-party code is bundled in dist/: its licenses are in dist/THIRD-PARTY-LICENSES.txt.\n"
+      + "import { createRequire as __dusCreateRequire } from 'node:module'; const require = __dusCreateRequire(import.meta.url);",
+  },
   chunkNames: 'chunks/[name]-[hash]',
   define: { __DUS_SYNC_VERSION__: JSON.stringify(pkg.version) },
+  metafile: true,
   logLevel: 'warning',
 });
 chmodSync('dist/cli.js', 0o755);
+writeFileSync('dist/THIRD-PARTY-LICENSES.txt', thirdPartyLicenses(result.metafile));
+
+/** Every package with code in the bundle: its name, version, license and license file(s). */
+function thirdPartyLicenses(metafile) {
+  const dirs = new Map();
+  for (const input of Object.keys(metafile.inputs)) {
+    const m = /^(.*node_modules\/((?:@[^/]+\/)?[^/]+))\//.exec(input);
+    if (m) dirs.set(m[2], m[1]);
+  }
+  const parts = [`dus-sync bundles the following packages into dist/. Their license notices follow.\n`];
+  for (const [name, dir] of [...dirs].sort(([a], [b]) => a.localeCompare(b))) {
+    const meta = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    const files = readdirSync(dir).filter((f) => /^(licen[cs]e|copying|notice)(\.|$)/i.test(f)).sort();
+    if (files.length === 0) throw new Error(`${name} is bundled but has no license file to copy into dist/THIRD-PARTY-LICENSES.txt`);
+    const texts = files.map((f) => readFileSync(join(dir, f), 'utf8').trim());
+    parts.push(`${'-'.repeat(78)}\n${name}@${meta.version} (${meta.license ?? 'see below'})\n\n${texts.join('\n\n')}\n`);
+  }
+  return parts.join('\n');
+}
