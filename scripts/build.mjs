@@ -1,12 +1,25 @@
-// Bundles src/ into dist/ with esbuild: one small entry (commander + the command table) and
-// one lazily loaded chunk per command, so `--version` loads almost nothing.
+// Bundles src/ into dist/ with esbuild, laid out for a fast cold start:
+//
+//   dist/cli.js             the entry: commander, the command table and what they import, one file,
+//                           so that `--version` and `--help` load nothing else
+//   dist/commands/NAME.js   each command, loaded when it runs; validate (and the other offline
+//                           commands of STANDALONE) is one file holding all its code; the others
+//                           share dist/chunks/ among themselves
+//   dist/index.js           the programmatic API (src/index.ts), one file
+//
+// Every module file costs a start something (read, compile, link), and esbuild's code splitting
+// gave validate 17 of them: one per set of entry points sharing code. The modules of dist/cli.js
+// are shared with the commands by identity, not copied (one class for `instanceof`, one redaction
+// registry, one output guard): dist/cli.js puts their namespaces on a global before the program
+// runs, and in the command bundles an import of one of them reads that namespace (a CommonJS shim,
+// so esbuild reads each binding live from it).
 //
 // The dependencies are bundled too: resolving and reading some 220 files of node_modules (yaml,
 // Ajv, js-yaml, commander...) one by one was most of a cold start. They stay listed in
 // package.json (an install still has them; nothing loads them from there). pino writes to a stream
 // in this thread (never a worker transport, whose worker file a bundle would not have), so it
 // bundles too. Bundled CommonJS calls require() for Node's builtins: the banner gives each ESM
-// chunk a real require. Their license notices, which esbuild keeps only for /*! comments, are
+// file a real require. Their license notices, which esbuild keeps only for /*! comments, are
 // collected into dist/THIRD-PARTY-LICENSES.txt.
 //
 // The schemas that documents are checked against are not compiled by Ajv at run time: the build
@@ -17,15 +30,23 @@ import { build } from 'esbuild';
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
+/**
+ * Commands built as one file each, all their code in it: the offline ones, which run in CI and
+ * in hooks where their start is most of their time (validate's is a goal: at most twice
+ * `node -e 0`). The network commands share chunks; a copy of undici and the loader in each would
+ * make dist/ some 40 MB.
+ */
+const STANDALONE = new Set(['validate', 'diff', 'init', 'schema', 'completion']);
+const MAIN = resolve('src/cli/main.ts');
+/** The global that dist/cli.js puts its modules' namespaces on, by path from the repository. */
+const SHARED_KEY = "Symbol.for('dus-sync.cli-modules')";
+
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 const validatorsSource = await precompiledValidatorsSource();
 let validatorsReplaced = false;
-rmSync('dist', { recursive: true, force: true });
-const result = await build({
-  entryPoints: { cli: 'src/cli/main.ts', index: 'src/index.ts' },
-  outdir: 'dist',
+
+const common = {
   bundle: true,
-  splitting: true,
   format: 'esm',
   platform: 'node',
   target: 'node20.19',
@@ -35,55 +56,129 @@ const result = await build({
     js: "// Third-party code is bundled in dist/: its licenses are in dist/THIRD-PARTY-LICENSES.txt.\n"
       + "import { createRequire as __dusCreateRequire } from 'node:module'; const require = __dusCreateRequire(import.meta.url);",
   },
-  chunkNames: 'chunks/[name]-[hash]',
   define: { __DUS_SYNC_VERSION__: JSON.stringify(pkg.version) },
   metafile: true,
   logLevel: 'warning',
-  plugins: [{
-    // commander requires child_process when it loads, for executable subcommands, which
-    // dus-sync does not have; with it came net, dgram and the stream modules, some 5 ms of every
-    // start. Inside commander it is now loaded on first use instead.
-    name: 'lazy-child-process-in-commander',
+};
+
+// The command modules main.ts imports lazily (`import('./validate.js')`): dist/commands/NAME.js.
+const commands = new Set();
+const commandsApart = {
+  name: 'commands-apart',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) => {
+      if (args.kind !== 'dynamic-import' || args.importer !== MAIN) return undefined;
+      const name = args.path.slice(2, -3);
+      commands.add(name);
+      return { path: `./commands/${name}.js`, external: true };
+    });
+  },
+};
+
+const lazyChildProcessInCommander = {
+  // commander requires child_process when it loads, for executable subcommands, which
+  // dus-sync does not have; with it came net, dgram and the stream modules, some 5 ms of every
+  // start. Inside commander it is now loaded on first use instead.
+  name: 'lazy-child-process-in-commander',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?child_process$/ }, (args) => (/[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: 'child_process', namespace: 'lazy-builtin' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, () => ({
+      contents: "let m; const load = () => (m ??= require('node:child_process'));\n"
+        + 'module.exports = new Proxy({}, { get: (_, key) => load()[key], has: (_, key) => key in load(), ownKeys: () => Reflect.ownKeys(load()), getOwnPropertyDescriptor: (_, key) => Object.getOwnPropertyDescriptor(load(), key) });\n',
+      loader: 'js',
+    }));
+  },
+};
+
+const lazyEntities = {
+  // entities (the HTML reference decoder of redact.ts, the escaper of the status page) builds
+  // its decoding tables when it loads: some 4 ms of every start, though only text holding an
+  // HTML reference needs it. Its functions are wrappers here that load it on first call.
+  name: 'lazy-entities',
+  setup(b) {
+    b.onResolve({ filter: /^entities$/ }, (args) => (args.namespace === 'lazy-entities' ? undefined : { path: 'entities', namespace: 'lazy-entities' }));
+    b.onLoad({ filter: /.*/, namespace: 'lazy-entities' }, () => ({
+      contents: "let m; const load = () => (m ??= require('entities'));\n"
+        + ['decodeHTML', 'escapeUTF8'].map((f) => `export const ${f} = (...args) => load().${f}(...args);\n`).join(''),
+      loader: 'js',
+      resolveDir: process.cwd(),
+    }));
+  },
+};
+
+const precompiledValidators = {
+  name: 'precompiled-validators',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]load[\\/]validators\.ts$/ }, (args) => {
+      validatorsReplaced = true;
+      return { contents: validatorsSource, loader: 'js', resolveDir: dirname(args.path) };
+    });
+  },
+};
+
+const plugins = [lazyChildProcessInCommander, lazyEntities, precompiledValidators];
+rmSync('dist', { recursive: true, force: true });
+
+// 1. Which of our modules the entry holds (a dry run), then dist/cli.js: a first module that
+//    puts their namespaces on the global, then main.ts (whose last line runs the program).
+const dry = await build({ ...common, entryPoints: [MAIN], outfile: 'dist/cli.js', write: false, plugins: [commandsApart, ...plugins] });
+const shared = Object.keys(dry.metafile.inputs).filter((p) => p.startsWith('src/') && resolve(p) !== MAIN).sort();
+const registry = `${shared.map((p, i) => `import * as m${i} from ${JSON.stringify(resolve(p))};`).join('\n')}
+globalThis[${SHARED_KEY}] = Object.freeze({ ${shared.map((p, i) => `${JSON.stringify(p)}: m${i}`).join(', ')} });
+`;
+const cli = await build({
+  ...common,
+  banner: { js: `#!/usr/bin/env node\n${common.banner.js}` },
+  stdin: { contents: `import 'dus-sync:shared-modules';\nimport ${JSON.stringify(MAIN)};\n`, resolveDir: process.cwd(), sourcefile: 'src/cli/entry.js' },
+  outfile: 'dist/cli.js',
+  plugins: [commandsApart, ...plugins, {
+    name: 'shared-modules',
     setup(b) {
-      b.onResolve({ filter: /^(node:)?child_process$/ }, (args) => (/[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: 'child_process', namespace: 'lazy-builtin' } : undefined));
-      b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, () => ({
-        contents: "let m; const load = () => (m ??= require('node:child_process'));\n"
-          + 'module.exports = new Proxy({}, { get: (_, key) => load()[key], has: (_, key) => key in load(), ownKeys: () => Reflect.ownKeys(load()), getOwnPropertyDescriptor: (_, key) => Object.getOwnPropertyDescriptor(load(), key) });\n',
-        loader: 'js',
-      }));
-    },
-  }, {
-    // entities (the HTML reference decoder of redact.ts, the escaper of the status page) builds
-    // its decoding tables when it loads: some 4 ms of every start, though only text holding an
-    // HTML reference needs it. Its functions are wrappers here that load it on first call.
-    name: 'lazy-entities',
-    setup(b) {
-      b.onResolve({ filter: /^entities$/ }, (args) => (args.namespace === 'lazy-entities' ? undefined : { path: 'entities', namespace: 'lazy-entities' }));
-      b.onLoad({ filter: /.*/, namespace: 'lazy-entities' }, () => ({
-        contents: "let m; const load = () => (m ??= require('entities'));\n"
-          + ['decodeHTML', 'escapeUTF8'].map((f) => `export const ${f} = (...args) => load().${f}(...args);\n`).join(''),
-        loader: 'js',
-        resolveDir: process.cwd(),
-      }));
-    },
-  }, {
-    name: 'precompiled-validators',
-    setup(b) {
-      b.onLoad({ filter: /[\\/]src[\\/]load[\\/]validators\.ts$/ }, (args) => {
-        validatorsReplaced = true;
-        return { contents: validatorsSource, loader: 'js', resolveDir: dirname(args.path) };
-      });
+      b.onResolve({ filter: /^dus-sync:shared-modules$/ }, () => ({ path: 'shared-modules', namespace: 'dus-sync' }));
+      b.onLoad({ filter: /.*/, namespace: 'dus-sync' }, () => ({ contents: registry, resolveDir: process.cwd(), loader: 'js' }));
     },
   }],
 });
-if (!validatorsReplaced) throw new Error('src/load/validators.ts was not bundled: the precompiled validators are missing from dist/');
 chmodSync('dist/cli.js', 0o755);
-writeFileSync('dist/THIRD-PARTY-LICENSES.txt', thirdPartyLicenses(result.metafile));
 
-/** Every package with code in the bundle: its name, version, license and license file(s). */
-function thirdPartyLicenses(metafile) {
+// 2. The commands. An import of a module that dist/cli.js holds reads it from the global.
+const sharedPaths = new Map(shared.map((p) => [resolve(p), p]));
+const fromCli = {
+  name: 'modules-of-cli',
+  setup(b) {
+    b.onResolve({ filter: /^\./ }, async (args) => {
+      if (args.pluginData?.inner) return undefined;
+      const r = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer, pluginData: { inner: true } });
+      const p = r.errors.length === 0 ? sharedPaths.get(r.path) : undefined;
+      return p === undefined ? undefined : { path: p, namespace: 'modules-of-cli' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'modules-of-cli' }, (args) => ({
+      contents: `const all = globalThis[${SHARED_KEY}];\n`
+        + `if (!all) throw new Error('dist/commands/ is loaded by dist/cli.js, not on its own');\n`
+        + `module.exports = all[${JSON.stringify(args.path)}];\n`,
+      loader: 'js',
+    }));
+  },
+};
+const commandsOut = { outdir: 'dist', entryNames: 'commands/[name]', chunkNames: 'chunks/[name]-[hash]' };
+const entry = (name) => [name, `src/cli/${name}.ts`];
+const builds = [dry, cli];
+for (const name of [...commands].filter((c) => STANDALONE.has(c))) {
+  builds.push(await build({ ...common, ...commandsOut, entryPoints: Object.fromEntries([entry(name)]), plugins: [fromCli, ...plugins] }));
+}
+builds.push(await build({ ...common, ...commandsOut, splitting: true, entryPoints: Object.fromEntries([...commands].filter((c) => !STANDALONE.has(c)).map(entry)), plugins: [fromCli, ...plugins] }));
+for (const name of STANDALONE) if (!commands.has(name)) throw new Error(`scripts/build.mjs: STANDALONE names ${name}, which main.ts does not import`);
+
+// 3. The programmatic API, on its own.
+builds.push(await build({ ...common, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins }));
+
+if (!validatorsReplaced) throw new Error('src/load/validators.ts was not bundled: the precompiled validators are missing from dist/');
+writeFileSync('dist/THIRD-PARTY-LICENSES.txt', thirdPartyLicenses(builds.map((r) => r.metafile)));
+
+/** Every package with code in the bundles: its name, version, license and license file(s). */
+function thirdPartyLicenses(metafiles) {
   const dirs = new Map();
-  for (const input of Object.keys(metafile.inputs)) {
+  for (const input of metafiles.flatMap((m) => Object.keys(m.inputs))) {
     const m = /^(.*node_modules\/((?:@[^/]+\/)?[^/]+))\//.exec(input);
     if (m) dirs.set(m[2], m[1]);
   }
