@@ -28,6 +28,7 @@
 // them cost a cold validate some 70 ms, and Ajv's compiler is no longer loaded at all for it.
 import { build } from 'esbuild';
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 
 /**
@@ -75,31 +76,31 @@ const commandsApart = {
   },
 };
 
-const lazyChildProcessInCommander = {
-  // commander requires child_process when it loads, for executable subcommands, which
-  // dus-sync does not have; with it came net, dgram and the stream modules, some 5 ms of every
-  // start. Inside commander it is now loaded on first use instead.
-  name: 'lazy-child-process-in-commander',
+/**
+ * Packages whose top level runs only when first used: an import of one is a CommonJS shim with a
+ * getter per export that requires the package (bundled, lazily evaluated) on first access.
+ * - yaml: its parser and composer set up classes and tables when loaded, some 4 ms, though a
+ *   clean repository is read by js-yaml alone (yaml positions only issues);
+ * - entities: the HTML decoder of redact.ts and the escaper of the status page build their
+ *   tables when loaded, some 4 ms of every start, for text that holds an HTML reference;
+ * - child_process, for commander only: it is required when commander loads, for executable
+ *   subcommands, which dus-sync does not have, and it brings net, dgram and the stream modules.
+ */
+const LAZY = [
+  { filter: /^yaml$/, from: () => true },
+  { filter: /^entities$/, from: () => true },
+  { filter: /^(node:)?child_process$/, from: (importer) => /[\\/]node_modules[\\/]commander[\\/]/.test(importer) },
+];
+const requireHere = createRequire(import.meta.url);
+const lazyModules = {
+  name: 'lazy-modules',
   setup(b) {
-    b.onResolve({ filter: /^(node:)?child_process$/ }, (args) => (/[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: 'child_process', namespace: 'lazy-builtin' } : undefined));
-    b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, () => ({
-      contents: "let m; const load = () => (m ??= require('node:child_process'));\n"
-        + 'module.exports = new Proxy({}, { get: (_, key) => load()[key], has: (_, key) => key in load(), ownKeys: () => Reflect.ownKeys(load()), getOwnPropertyDescriptor: (_, key) => Object.getOwnPropertyDescriptor(load(), key) });\n',
-      loader: 'js',
-    }));
-  },
-};
-
-const lazyEntities = {
-  // entities (the HTML reference decoder of redact.ts, the escaper of the status page) builds
-  // its decoding tables when it loads: some 4 ms of every start, though only text holding an
-  // HTML reference needs it. Its functions are wrappers here that load it on first call.
-  name: 'lazy-entities',
-  setup(b) {
-    b.onResolve({ filter: /^entities$/ }, (args) => (args.namespace === 'lazy-entities' ? undefined : { path: 'entities', namespace: 'lazy-entities' }));
-    b.onLoad({ filter: /.*/, namespace: 'lazy-entities' }, () => ({
-      contents: "let m; const load = () => (m ??= require('entities'));\n"
-        + ['decodeHTML', 'escapeUTF8'].map((f) => `export const ${f} = (...args) => load().${f}(...args);\n`).join(''),
+    for (const { filter, from } of LAZY) {
+      b.onResolve({ filter }, (args) => (args.namespace === 'lazy-module' || !from(args.importer) ? undefined : { path: args.path, namespace: 'lazy-module' }));
+    }
+    b.onLoad({ filter: /.*/, namespace: 'lazy-module' }, (args) => ({
+      contents: `let m;\nconst load = () => (m ??= require(${JSON.stringify(args.path)}));\n`
+        + `for (const k of ${JSON.stringify(Object.keys(requireHere(args.path)))}) Object.defineProperty(exports, k, { enumerable: true, get: () => load()[k] });\n`,
       loader: 'js',
       resolveDir: process.cwd(),
     }));
@@ -116,7 +117,7 @@ const precompiledValidators = {
   },
 };
 
-const plugins = [lazyChildProcessInCommander, lazyEntities, precompiledValidators];
+const plugins = [lazyModules, precompiledValidators];
 rmSync('dist', { recursive: true, force: true });
 
 // 1. Which of our modules the entry holds (a dry run), then dist/cli.js: a first module that
