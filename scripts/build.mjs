@@ -32,12 +32,12 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 
 /**
- * Commands built as one file each, all their code in it: the offline ones, which run in CI and
- * in hooks where their start is most of their time (validate's is a goal: at most twice
- * `node -e 0`). The network commands share chunks; a copy of undici and the loader in each would
- * make dist/ some 40 MB.
+ * Commands built as one file each, all their code in it: the offline ones that run in CI, in
+ * hooks and in shells, where their start is most of their time (validate's is a goal: at most
+ * twice `node -e 0`). The others share chunks: a copy of undici and the loader in each of them
+ * would make dist/ some 40 MB.
  */
-const STANDALONE = new Set(['validate', 'diff', 'init', 'schema', 'completion']);
+const STANDALONE = new Set(['validate', 'diff', 'schema', 'completion']);
 const MAIN = resolve('src/cli/main.ts');
 /** The global that dist/cli.js puts its modules' namespaces on, by path from the repository. */
 const SHARED_KEY = "Symbol.for('dus-sync.cli-modules')";
@@ -172,6 +172,16 @@ for (const name of STANDALONE) if (!commands.has(name)) throw new Error(`scripts
 
 // 3. The programmatic API, on its own.
 builds.push(await build({ ...common, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins }));
+
+// 4. Source maps keep the text of our sources only: the bundled packages' own are in node_modules
+//    of any install, and a stack trace is mapped without them (half of the maps' size).
+for (const dir of ['dist', 'dist/commands', 'dist/chunks']) {
+  for (const name of readdirSync(dir).filter((f) => f.endsWith('.js.map'))) {
+    const map = JSON.parse(readFileSync(join(dir, name), 'utf8'));
+    map.sourcesContent = map.sourcesContent?.map((text, i) => (map.sources[i].includes('node_modules/') ? null : text));
+    writeFileSync(join(dir, name), JSON.stringify(map));
+  }
+}
 
 if (!validatorsReplaced) throw new Error('src/load/validators.ts was not bundled: the precompiled validators are missing from dist/');
 writeFileSync('dist/THIRD-PARTY-LICENSES.txt', thirdPartyLicenses(builds.map((r) => r.metafile)));
