@@ -5,6 +5,7 @@
 //   dist/commands/NAME.js   each command, loaded when it runs; validate (and the other offline
 //                           commands of STANDALONE) is one file holding all its code; the others
 //                           share dist/chunks/ among themselves
+//   dist/lazy/NAME.cjs      yaml and entities, required on first use (see LAZY)
 //   dist/index.js           the programmatic API (src/index.ts), one file
 //
 // Every module file costs a start something (read, compile, link), and esbuild's code splitting
@@ -77,35 +78,44 @@ const commandsApart = {
 };
 
 /**
- * Packages whose top level runs only when first used: an import of one is a CommonJS shim with a
- * getter per export that requires the package (bundled, lazily evaluated) on first access.
- * - yaml: its parser and composer set up classes and tables when loaded, some 4 ms, though a
- *   clean repository is read by js-yaml alone (yaml positions only issues);
- * - entities: the HTML decoder of redact.ts and the escaper of the status page build their
- *   tables when loaded, some 4 ms of every start, for text that holds an HTML reference;
+ * Packages loaded only when first used. An import of one is a CommonJS shim with a getter per
+ * export (the names taken from the package at build time) that loads the package on first
+ * access; esbuild reads a binding of a CommonJS module at each use, so classes, instanceof and
+ * functions are the package's own. yaml and entities are bundled on their own, into
+ * dist/lazy/NAME.cjs, and required from there: the files that import them neither compile nor run
+ * them unless they are used (dist/index.js, on its own, holds them and runs them on first use).
+ * - yaml: some 250 KB, whose top level sets up classes and tables, some 4 ms, though a clean
+ *   repository is read by js-yaml alone (yaml positions only issues);
+ * - entities: some 80 KB, whose decoding tables are built when it loads, some 4 ms of every
+ *   start, for the rare text that holds an HTML reference (redact.ts, the status page);
  * - child_process, for commander only: it is required when commander loads, for executable
  *   subcommands, which dus-sync does not have, and it brings net, dgram and the stream modules.
  */
 const LAZY = [
-  { filter: /^yaml$/, from: () => true },
-  { filter: /^entities$/, from: () => true },
-  { filter: /^(node:)?child_process$/, from: (importer) => /[\\/]node_modules[\\/]commander[\\/]/.test(importer) },
+  { filter: /^yaml$/, apart: true, from: () => true },
+  { filter: /^entities$/, apart: true, from: () => true },
+  { filter: /^(node:)?child_process$/, apart: false, from: (importer) => /[\\/]node_modules[\\/]commander[\\/]/.test(importer) },
 ];
 const requireHere = createRequire(import.meta.url);
-const lazyModules = {
+/** apart: the packages of LAZY that have a file of their own are required from it, beside dist/cli.js. */
+const lazyModules = (apart) => ({
   name: 'lazy-modules',
   setup(b) {
-    for (const { filter, from } of LAZY) {
-      b.onResolve({ filter }, (args) => (args.namespace === 'lazy-module' || !from(args.importer) ? undefined : { path: args.path, namespace: 'lazy-module' }));
+    for (const { filter, from, apart: own } of LAZY) {
+      b.onResolve({ filter }, (args) => (args.namespace === 'lazy-module' || !from(args.importer) ? undefined
+        : { path: args.path, namespace: 'lazy-module', pluginData: { own: apart && own } }));
     }
     b.onLoad({ filter: /.*/, namespace: 'lazy-module' }, (args) => ({
-      contents: `let m;\nconst load = () => (m ??= require(${JSON.stringify(args.path)}));\n`
+      contents: `let m;\n`
+        + (args.pluginData.own
+          ? `const load = () => (m ??= require('node:module').createRequire(globalThis[${SHARED_KEY}]['dist/cli.js'])(${JSON.stringify(`./lazy/${args.path}.cjs`)}));\n`
+          : `const load = () => (m ??= require(${JSON.stringify(args.path)}));\n`)
         + `for (const k of ${JSON.stringify(Object.keys(requireHere(args.path)))}) Object.defineProperty(exports, k, { enumerable: true, get: () => load()[k] });\n`,
       loader: 'js',
       resolveDir: process.cwd(),
     }));
   },
-};
+});
 
 const precompiledValidators = {
   name: 'precompiled-validators',
@@ -117,7 +127,7 @@ const precompiledValidators = {
   },
 };
 
-const plugins = [lazyModules, precompiledValidators];
+const plugins = [lazyModules(true), precompiledValidators];
 rmSync('dist', { recursive: true, force: true });
 
 // 1. Which of our modules the entry holds (a dry run), then dist/cli.js: a first module that
@@ -125,7 +135,7 @@ rmSync('dist', { recursive: true, force: true });
 const dry = await build({ ...common, entryPoints: [MAIN], outfile: 'dist/cli.js', write: false, plugins: [commandsApart, ...plugins] });
 const shared = Object.keys(dry.metafile.inputs).filter((p) => p.startsWith('src/') && resolve(p) !== MAIN).sort();
 const registry = `${shared.map((p, i) => `import * as m${i} from ${JSON.stringify(resolve(p))};`).join('\n')}
-globalThis[${SHARED_KEY}] = Object.freeze({ ${shared.map((p, i) => `${JSON.stringify(p)}: m${i}`).join(', ')} });
+globalThis[${SHARED_KEY}] = Object.freeze({ 'dist/cli.js': import.meta.url, ${shared.map((p, i) => `${JSON.stringify(p)}: m${i}`).join(', ')} });
 `;
 const cli = await build({
   ...common,
@@ -171,12 +181,24 @@ builds.push(await build({ ...common, ...commandsOut, splitting: true, entryPoint
 for (const name of STANDALONE) if (!commands.has(name)) throw new Error(`scripts/build.mjs: STANDALONE names ${name}, which main.ts does not import`);
 
 // 3. The programmatic API, on its own.
-builds.push(await build({ ...common, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins }));
+builds.push(await build({ ...common, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins: [lazyModules(false), precompiledValidators] }));
 
-// 4. Source maps keep the text of our sources only: the bundled packages' own are in node_modules
+// 4. dist/lazy/NAME.cjs: the packages of LAZY that are apart, each bundled on its own.
+for (const { filter } of LAZY.filter((l) => l.apart)) {
+  const name = filter.source.replace(/^\^|\$$/g, '');
+  builds.push(await build({
+    ...common,
+    format: 'cjs',
+    banner: { js: '// Third-party code: its license is in dist/THIRD-PARTY-LICENSES.txt.' },
+    stdin: { contents: `module.exports = require(${JSON.stringify(name)});\n`, resolveDir: process.cwd(), sourcefile: `lazy-${name}.js` },
+    outfile: `dist/lazy/${name}.cjs`,
+  }));
+}
+
+// 5. Source maps keep the text of our sources only: the bundled packages' own are in node_modules
 //    of any install, and a stack trace is mapped without them (half of the maps' size).
-for (const dir of ['dist', 'dist/commands', 'dist/chunks']) {
-  for (const name of readdirSync(dir).filter((f) => f.endsWith('.js.map'))) {
+for (const dir of ['dist', 'dist/commands', 'dist/chunks', 'dist/lazy']) {
+  for (const name of readdirSync(dir).filter((f) => /\.c?js\.map$/.test(f))) {
     const map = JSON.parse(readFileSync(join(dir, name), 'utf8'));
     map.sourcesContent = map.sourcesContent?.map((text, i) => (map.sources[i].includes('node_modules/') ? null : text));
     writeFileSync(join(dir, name), JSON.stringify(map));
