@@ -12,6 +12,7 @@ import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
 import { folderAsConfig } from './config-source.js';
+import { cleanConfigValue } from './config-fast-path.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource } from './yaml-source.js';
 
 export const DEFAULT_CONFIG_FILE = 'dus-sync.yaml';
@@ -207,6 +208,16 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   const read = readRegularFile(file, { maxBytes });
   if (!read.ok) throw folderAsConfig(file, shown) ?? one(shown, read.message);
   const text = read.text;
+  // A clean config is read by js-yaml, positions parsed by yaml only if asked for; anything
+  // else, an issue included, takes the yaml path below (config-fast-path.ts).
+  const clean = cleanConfigValue(text, maxBytes);
+  if (clean !== undefined && validator('config')(clean)) {
+    let parsed: Position | undefined;
+    const position: Position = (path, key) => (parsed ??= yamlPositionOf(shown, text, maxBytes))(path, key);
+    const config = clean as Config;
+    const issues = [...apiKeyEnvIssues(clean, position), ...defaultTenantIssues(config, position), ...intervalIssues(config, position), ...windowIssues(config, position, Date.now())];
+    if (issues.length === 0) return { config, position };
+  }
   const src = parseYamlSource(shown, text, maxBytes);
   if (src.issues.length > 0) throw new ConfigError(src.issues);
   if (src.documents.length !== 1) {
@@ -236,6 +247,12 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   }
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return { config: value as Config, position };
+}
+
+/** Where each path of a config was written, for the fast path: the yaml path's own parse. */
+function yamlPositionOf(shown: string, text: string, maxBytes: number): Position {
+  const src = parseYamlSource(shown, text, maxBytes);
+  return yamlPosition(src, src.documents[0]!);
 }
 
 const API_KEY_ENV_POINTER = /^\/tenants\/[^/]+\/api_key_env$/;

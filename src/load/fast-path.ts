@@ -5,7 +5,7 @@
 // and return a result only when the file is entirely clean and unambiguous; on anything else
 // (an issue, an anchor, a tag, an unusual layout) return undefined and let the yaml path
 // produce the exact issues. The result is then equal to the yaml path's (tested).
-import { createRequire } from 'node:module';
+import * as jsYamlModule from 'js-yaml';
 import type { ResolvedConfig, SourceLocation } from '../model/index.js';
 import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, type Identity, type Position } from './documents.js';
 import type { ParsedDocument, ParsedFile, SourceFile } from './index.js';
@@ -19,11 +19,11 @@ interface JsYaml {
 
 let jsYaml: JsYaml | null | undefined;
 
-/** js-yaml when it is installed; without it everything takes the yaml path, only slower. */
+/** js-yaml, a dependency imported statically so that the build bundles it (it was required at run time). */
 function loadJsYaml(): JsYaml | null {
   if (jsYaml === undefined) {
     try {
-      jsYaml = createRequire(import.meta.url)('js-yaml') as JsYaml;
+      jsYaml = jsYamlModule as JsYaml;
     } catch {
       jsYaml = null;
     }

@@ -1,27 +1,24 @@
 // Ajv against schemas/, with errors turned into plain sentences at the user's line and column.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
 import { isMap, isScalar, isSeq, isPair, isAlias, type Document, type Node } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { readSchemaFile } from '../schemas.js';
+import type { DocumentSchemaName, DocumentValidator } from './document-ajv.js';
 import { didYouMean, hint } from './did-you-mean.js';
+import { precompiledValidator } from './validators.js';
 import { issueAt, locate, offsetOf, pointerSegments, toPointer, type YamlSource } from './yaml-source.js';
 
-// ajv-formats is CommonJS: under Node's ESM loader its default export is the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+const validators = new Map<DocumentSchemaName, DocumentValidator>();
 
-const validators = new Map<'resource' | 'config', ValidateFunction>();
-
-/** Compiled once per process, on first use (compiling costs tens of milliseconds). */
-export function validator(name: 'resource' | 'config'): ValidateFunction {
+/**
+ * The schema's validation function, once per process. In dist/ it is Ajv standalone code made at
+ * build time (Ajv's compiler is neither loaded nor run); the tests compile the schema with Ajv on
+ * first use (see validators.ts and document-ajv.ts for the options).
+ */
+export function validator(name: DocumentSchemaName): DocumentValidator {
   let v = validators.get(name);
   if (!v) {
-    // verbose: the did-you-mean hints need each error's parentSchema. validateSchema: false
-    // because checking our own schema against the draft-07 meta-schema compiled that too, on
-    // every start; test/load/schemas-valid.test.ts checks the shipped schemas once instead.
-    const ajv = new Ajv({ allErrors: true, strict: true, verbose: true, validateSchema: false });
-    addFormats(ajv);
-    v = ajv.compile(readSchemaFile(name));
+    v = precompiledValidator(name);
     validators.set(name, v);
   }
   return v;
