@@ -70,6 +70,18 @@ function stampOf(st: { size: number; mtimeMs: number; ctimeMs: number; ino: numb
   return `${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}:${st.dev}`;
 }
 
+/**
+ * What a file's parse depends on besides its text: where the resources are and how they are read
+ * (resourcesKey), the tenants dus-sync.yaml lists and the default tenant (a document without
+ * metadata.tenant is the default tenant's; one naming a tenant the config does not list is an
+ * error), and the working folder (the file names shown). When it changes, every kept parse is
+ * dropped: adding a tenant to dus-sync.yaml left "unknown tenant" in force until the file itself
+ * was saved again, and a new default_tenant left the documents with the old one.
+ */
+function parseKey(config: ResolvedConfig): string {
+  return JSON.stringify([resourcesKey(config), Object.keys(config.tenants), config.defaultTenant ?? null, process.cwd()]);
+}
+
 /** The changed files of a file-change pass, as parsed before it and now. */
 interface Reread { readonly before: readonly ParsedFile[]; readonly after: readonly ParsedFile[] }
 
@@ -168,6 +180,8 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
 
 export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; close(): Promise<void> } {
   const cache = new Map<string, CachedFile>();
+  /** The parseKey the cached parses were made for. */
+  let cacheKey: string | undefined;
   let client: { key: string; api: ApiClient } | undefined;
   let view: LiveView | undefined;
 
@@ -204,7 +218,10 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
   async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[]; load: number; reread?: Reread }> {
     const key = resourcesKey(config);
-    const quick = relisted(config, key, trigger);
+    const parses = parseKey(config);
+    const reparse = parses !== cacheKey;
+    if (reparse) { cache.clear(); cacheKey = parses; }
+    const quick = reparse ? undefined : relisted(config, key, trigger);
     const paths = quick?.paths ?? await listResourceFiles(config);
     listing = { key, paths };
     const seen = new Set(paths);
