@@ -1,14 +1,15 @@
 // One reconcile pass of `watch`, built from the same steps as `plan` and `apply`
 // (src/agent/reconcile.ts). It keeps what it parsed between passes and re-reads only the
 // files whose size or modification time changed, so a save in a large repo costs one file.
-import { lstatSync, statSync } from 'node:fs';
+import { lstatSync, statSync, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import type { ApiLimits, Change, Clock, DesiredObject, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
-import { assemble, included, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
+import { included, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
+import { assembleFrom, type Assembly } from '../load/incremental.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
@@ -19,7 +20,7 @@ import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../
 import { clip } from '../core/canonical.js';
 import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detail.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, tenantsOf, windowGuard, withApplyLock, type Planned,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, windowGuard, withApplyLock, type Planned,
 } from './reconcile.js';
 import { mergeLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { editedObjects } from '../core/edited.js';
@@ -84,6 +85,32 @@ function parseKey(config: ResolvedConfig): string {
 
 /** The changed files of a file-change pass, as parsed before it and now. */
 interface Reread { readonly before: readonly ParsedFile[]; readonly after: readonly ParsedFile[] }
+
+/** What a pass loaded: the desired state, its issues, the files (sorted by path) and tenants (sorted). */
+interface Loaded {
+  readonly desired: DesiredState;
+  readonly issues: readonly ConfigIssue[];
+  readonly files: readonly ParsedFile[];
+  readonly tenants: readonly string[];
+  readonly load: number;
+  readonly reread?: Reread;
+}
+
+/** The first index of a sorted list whose item is not before `item`. */
+function lowerBound(items: readonly string[], item: string): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid]! < item) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function listed(paths: readonly string[], path: string): boolean {
+  return paths[lowerBound(paths, path)] === path;
+}
 
 /** The objects a set of parsed files declares into the desired state (the filter's tenants and selector). */
 function declaredIn(files: readonly ParsedFile[], filter: LoadFilter): Set<DesiredObject> {
@@ -185,38 +212,58 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
   let client: { key: string; api: ApiClient } | undefined;
   let view: LiveView | undefined;
 
-  /** The files of the last listing, for the config they were listed for. */
+  /** The files of the last listing (sorted), for the config they were listed for. */
   let listing: { key: string; paths: readonly string[] } | undefined;
   let loads = 0;
+  /** What the last assemble built: a file change assembles from it and the changed files (src/load/incremental.ts). */
+  let assembly: Assembly | undefined;
 
   /**
    * The resource files after a file change: the last listing with the changed files put in or
    * taken out, when every changed path is a file this config reads (or may read); else (a
    * folder, the config file, a path outside) undefined, and everything is listed again. The
-   * interval pass always lists again, so an event the watcher missed is caught there.
+   * interval pass always lists again, so an event the watcher missed is caught there. The
+   * listing is sorted (as listResourceFiles sorts it): a changed path is found and put in its
+   * place by binary search, not by a Set of every path and a sort of them all.
    */
-  function relisted(config: ResolvedConfig, key: string, trigger: PassTrigger): { paths: string[]; changed: Set<string> } | undefined {
+  function relisted(config: ResolvedConfig, key: string, trigger: PassTrigger): { paths: readonly string[]; changed: Set<string> } | undefined {
     if (trigger.reason !== 'file-change' || trigger.full === true || !trigger.files || listing?.key !== key) return undefined;
-    const known = new Set(listing.paths);
+    const listed = listing.paths;
     const changed = new Set<string>();
     for (const abs of trigger.files) {
       if (config.file !== undefined && abs === config.file) return undefined;
       const rel = relative(config.dir, abs).split(sep).join('/');
       if (rel === '' || rel.startsWith('../') || rel === '..' || isAbsolute(rel)) return undefined;
-      if (!known.has(rel) && selectResourcePaths([rel], config).length !== 1) return undefined;
+      if (listed[lowerBound(listed, rel)] !== rel && selectResourcePaths([rel], config).length !== 1) return undefined;
       changed.add(rel);
     }
+    let paths: string[] | undefined;
     for (const rel of changed) {
       let st;
       try { st = lstatSync(join(config.dir, rel)); } catch { st = undefined; }
-      if (st === undefined) known.delete(rel);
-      else if (st.isDirectory()) return undefined;
-      else known.add(rel);
+      if (st?.isDirectory() === true) return undefined;
+      const now = paths ?? listed;
+      const at = lowerBound(now, rel);
+      const there = now[at] === rel;
+      if (st === undefined && there) (paths ??= listed.slice()).splice(at, 1);
+      else if (st !== undefined && !there) (paths ??= listed.slice()).splice(at, 0, rel);
     }
-    return { paths: [...known].sort(), changed };
+    return { paths: paths ?? listed, changed };
   }
 
-  async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[]; load: number; reread?: Reread }> {
+  /** A changed file read again: the kept parse when its stamp did not change, else a new parse (kept when it could be statted). */
+  function reread(config: ResolvedConfig, path: string, st: Stats | undefined): ParsedFile {
+    // A dangling link cannot be statted; readParsedFile says why (and refuses special files,
+    // links out of the repository and oversize files, bounded while reading).
+    const hit = cache.get(path);
+    if (st && hit && hit.stamp === stampOf(st)) return hit.parsed;
+    const file = readParsedFile(config, path);
+    if (st) cache.set(path, { stamp: stampOf(st), parsed: file });
+    else cache.delete(path);
+    return file;
+  }
+
+  async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<Loaded> {
     const key = resourcesKey(config);
     const parses = parseKey(config);
     const reparse = parses !== cacheKey;
@@ -224,26 +271,37 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     const quick = reparse ? undefined : relisted(config, key, trigger);
     const paths = quick?.paths ?? await listResourceFiles(config);
     listing = { key, paths };
-    const seen = new Set(paths);
-    // The parses of the changed files before this pass: the edit is what they declared then and now.
-    const earlier = quick === undefined ? undefined : [...quick.changed].flatMap((p) => { const c = cache.get(p); return c ? [c.parsed] : []; });
-    // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
-    const parsed = await mapLimited(paths, 32, async (path): Promise<ParsedFile> => {
-      // After a file change, only the changed files are looked at again.
-      const kept = quick !== undefined && !quick.changed.has(path) ? cache.get(path) : undefined;
-      if (kept !== undefined) return kept.parsed;
-      // A dangling link cannot be statted; readParsedFile says why (and refuses special files,
-      // links out of the repository and oversize files, bounded while reading).
-      const st = await stat(join(config.dir, path)).catch(() => undefined);
-      const hit = cache.get(path);
-      if (st && hit && hit.stamp === stampOf(st)) return hit.parsed;
-      const file = readParsedFile(config, path);
-      if (st) cache.set(path, { stamp: stampOf(st), parsed: file });
-      return file;
-    });
-    for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
-    const reread = earlier === undefined ? undefined : { before: earlier, after: parsed.filter((f) => quick!.changed.has(f.path)) };
-    return { ...assemble(parsed, config, opts.filter), files: parsed, load: ++loads, ...(reread ? { reread } : {}) };
+    let parsed: ParsedFile[];
+    let rereadFiles: Reread | undefined;
+    if (quick !== undefined) {
+      // After a file change, only the changed files are looked at again; the edit is what they
+      // declared before this pass and declare now.
+      const before = [...quick.changed].flatMap((p) => { const c = cache.get(p); return c ? [c.parsed] : []; });
+      const after: ParsedFile[] = [];
+      parsed = new Array<ParsedFile>(paths.length);
+      for (let i = 0; i < paths.length; i++) {
+        const path = paths[i]!;
+        const kept = quick.changed.has(path) ? undefined : cache.get(path);
+        if (kept !== undefined) { parsed[i] = kept.parsed; continue; }
+        // A file the last pass could not stat (a dangling link) is read again, as before.
+        let st: Stats | undefined;
+        try { st = statSync(join(config.dir, path)); } catch { st = undefined; }
+        const file = reread(config, path, st);
+        parsed[i] = file;
+        if (quick.changed.has(path)) after.push(file);
+      }
+      for (const path of quick.changed) if (!listed(paths, path)) cache.delete(path);
+      rereadFiles = { before, after };
+    } else {
+      const seen = new Set(paths);
+      // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
+      parsed = await mapLimited(paths, 32, async (path) => reread(config, path, await stat(join(config.dir, path)).catch(() => undefined)));
+      for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
+    }
+    const assembled = assembleFrom(parsed, config, opts.filter, assembly);
+    assembly = assembled.assembly;
+    if (assembled.how !== 'incremental' && trigger.reason === 'file-change') opts.log.debug(`assembled every document: ${assembled.how}`);
+    return { desired: assembled.desired, issues: assembled.issues, files: assembled.files, tenants: assembled.tenants, load: ++loads, ...(rereadFiles ? { reread: rereadFiles } : {}) };
   }
 
   async function clientFor(config: ResolvedConfig, tenants: readonly string[]): Promise<ApiClient> {
@@ -283,7 +341,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     }
     const loaded = await loadCached(config, trigger).catch((err: unknown) => err);
     if (loaded instanceof Error) return invalid(loaded, opts.log);
-    const { desired, issues, files, reread, load } = loaded as Awaited<ReturnType<typeof loadCached>>;
+    const { desired, issues, files, reread, load, tenants } = loaded as Loaded;
     if (issues.length > 0) return invalid(new ConfigError(issues), opts.log);
     // An empty repository, or a --tenant or --selector that matches nothing, is an error the
     // agent logs and reports (not ready) until the files or flags are fixed; it keeps running.
@@ -298,7 +356,6 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     const revision = await desiredRevision(config, { onAbsent: (why) => opts.log.debug(`no git revision for the desired state: ${why}`) });
     const rev = revision ? { revision } : {};
     try {
-      const tenants = tenantsOf(desired);
       // Only a tenant dus-sync.yaml lists, with nothing declared yet, gets here (see checkSelection).
       if (tenants.length === 0) return result({ ...rev, result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
       const api = await clientFor(config, tenants);
@@ -342,14 +399,15 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
             : await refreshLive(api, view.live, targets, { concurrency: opts.concurrency, signal });
           if ('live' in read) {
             const last = view;
+            const live = read.live;
             // The edit is put into the index once (the read inside the lock has none left).
             const change: Edit = edit ?? { index: last.index, added: [], removed: [] };
             edit = { index: change.index, added: [], removed: [] };
-            const replanned = await planLive(desired, read.live, control, (_d, l, o) => replan(last.plan, change, l, targets, o));
+            const replanned = await planLive(desired, live, control, (_d, l, o) => replan(last.plan, change, l, targets, o));
             opts.log.debug(`planned against the live view after ${read.reads} targeted read(s)`);
-            view = { key: viewKey, desired, index: change.index, load, live: read.live, plan: replanned };
+            view = { key: viewKey, desired, index: change.index, load, live, plan: replanned };
             pending = { firmwares: [], actions: [] };
-            return { live: read.live, plan: replanned, full: false };
+            return { live, plan: replanned, full: false };
           }
           opts.log.debug(`reading everything: ${read.fallback}`);
         }
