@@ -20,7 +20,7 @@ import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../
 import { clip } from '../core/canonical.js';
 import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detail.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, windowGuard, withApplyLock, type Planned,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, liveFor, planLive, putLive, refreshTargetsOf, windowGuard, withApplyLock, type Planned,
 } from './reconcile.js';
 import { mergeLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { editedObjects } from '../core/edited.js';
@@ -396,10 +396,13 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
           const targets = refreshTargetsOf(after?.changes ?? [], pending);
           const read = targets.firmwares.length + targets.actions.length === 0
             ? { live: view.live, reads: 0 }
-            : await refreshLive(api, view.live, targets, { concurrency: opts.concurrency, signal });
+            : await refreshLive(api, liveFor(view.live, targets), targets, { concurrency: opts.concurrency, signal });
           if ('live' in read) {
             const last = view;
-            const live = read.live;
+            // What was read goes into the view in place: the view is the pass's own, and the last
+            // plan was made against it (replan needs only that it moved in the touched objects).
+            if (read.live !== view.live) putLive(view.live, read.live);
+            const live = view.live;
             // The edit is put into the index once (the read inside the lock has none left).
             const change: Edit = edit ?? { index: last.index, added: [], removed: [] };
             edit = { index: change.index, added: [], removed: [] };
@@ -457,7 +460,12 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs,
         beforeWrite: (c: Change) => fileChanged(c) ?? windows?.(c),
         // What the verification read goes into the view (a partial read is merged in).
-        onVerified: (after: LiveState, complete: boolean) => { if (view) view = { ...view, live: complete ? after : mergeLive(view.live, after) }; },
+        // (A complete read of the touched objects goes in in place; a partial one is merged into a copy.)
+        onVerified: (after: LiveState, complete: boolean) => {
+          if (!view) return;
+          if (complete) putLive(view.live, after);
+          else view = { ...view, live: mergeLive(view.live, after) };
+        },
       };
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
         // The plan above told that there is drift; the one executed is made again inside the
