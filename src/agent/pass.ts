@@ -96,6 +96,9 @@ interface Loaded {
   readonly reread?: Reread;
 }
 
+/** More changed files than this in one file-change pass, and everything is listed again. */
+const MAX_RELISTED = 1024;
+
 /** The first index of a sorted list whose item is not before `item`. */
 function lowerBound(items: readonly string[], item: string): number {
   let lo = 0;
@@ -228,6 +231,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
    */
   function relisted(config: ResolvedConfig, key: string, trigger: PassTrigger): { paths: readonly string[]; changed: Set<string> } | undefined {
     if (trigger.reason !== 'file-change' || trigger.full === true || !trigger.files || listing?.key !== key) return undefined;
+    // Thousands of changed files (a checkout): listing everything is as quick, and simpler.
+    if (trigger.files.length > MAX_RELISTED) return undefined;
     const listed = listing.paths;
     const changed = new Set<string>();
     for (const abs of trigger.files) {
@@ -242,6 +247,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       let st;
       try { st = lstatSync(join(config.dir, rel)); } catch { st = undefined; }
       if (st?.isDirectory() === true) return undefined;
+      // Gone, and listed files were below it: a folder (even one named like a file) went away.
+      if (st === undefined && (listed[lowerBound(listed, `${rel}/`)] ?? '').startsWith(`${rel}/`)) return undefined;
       const now = paths ?? listed;
       const at = lowerBound(now, rel);
       const there = now[at] === rel;

@@ -62,3 +62,28 @@ describe('a pass after dus-sync.yaml changed', () => {
     }
   });
 });
+
+describe('a pass after a folder went away', () => {
+  it('lists everything again when the path given is gone and listed files were below it (even a folder named like a file)', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-rm-'));
+    write('dus-sync.yaml', config(['acme'], 'acme'));
+    write('tenants/a.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", uncompressed_size: 1000 }\n');
+    write('tenants/more.yaml/b.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.5.0", uncompressed_size: 1000 }\n');
+    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock,
+    });
+    const signal = new AbortController().signal;
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.objects?.get('acme')?.in_sync).toBe(2);
+      rmSync(join(dir, 'tenants', 'more.yaml'), { recursive: true });
+      const second = await pass({ reason: 'file-change', files: [join(dir, 'tenants', 'more.yaml')] }, signal);
+      expect(second.objects?.get('acme')?.in_sync).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+});
