@@ -14,7 +14,7 @@ import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
 import { DEFAULT_SETTLE_MS, Journal } from '../apply/journal.js';
-import { desiredRevision } from '../load/revision.js';
+import { desiredRevision, type Revision } from '../load/revision.js';
 import { RepeatLimiter } from './repeat.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../live-keys.js';
 import { clip } from '../core/canonical.js';
@@ -346,6 +346,9 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     } catch (err) {
       return invalid(err, opts.log);
     }
+    // git status runs while the files load and the pass plans (tens of milliseconds in a large
+    // repository); it is awaited where the revision is first needed.
+    const revisionRead = desiredRevision(config, { onAbsent: (why) => opts.log.debug(`no git revision for the desired state: ${why}`) });
     const loaded = await loadCached(config, trigger).catch((err: unknown) => err);
     if (loaded instanceof Error) return invalid(loaded, opts.log);
     const { desired, issues, files, reread, load, tenants } = loaded as Loaded;
@@ -360,11 +363,15 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
     // What the status page shows of this pass; kept when safety refuses the plan.
     let detail: PassDetail | undefined;
-    const revision = await desiredRevision(config, { onAbsent: (why) => opts.log.debug(`no git revision for the desired state: ${why}`) });
-    const rev = revision ? { revision } : {};
+    // The revision, once git has answered (it is taken in every outcome below, awaited no earlier).
+    let rev: { revision?: Revision } = {};
+    const revisionKnown = async (): Promise<void> => { const revision = await revisionRead; rev = revision ? { revision } : {}; };
     try {
       // Only a tenant dus-sync.yaml lists, with nothing declared yet, gets here (see checkSelection).
-      if (tenants.length === 0) return result({ ...rev, result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
+      if (tenants.length === 0) {
+        await revisionKnown();
+        return result({ ...rev, result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
+      }
       const api = await clientFor(config, tenants);
       const journalPath = journalPathFor(config, opts.journal);
       const inDoubt = () => Journal.peekInDoubt(journalPath, api.api).catch(() => undefined);
@@ -431,6 +438,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         return { ...planned, full: true };
       };
       const { plan, live, full } = await readAndPlan();
+      await revisionKnown();
       // A key in live data is looked for in full reads (the interval's at the latest).
       if (full) warnKeysOnce(keysInLive(live, desired));
       const objects = objectCounts(tenants, plan);
@@ -503,6 +511,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     } catch (err) {
       // Whatever failed may have left the view behind what the service holds now.
       view = undefined;
+      await revisionKnown();
       if (err instanceof UnsafePlanError) return result({ ...rev, result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
       if (err instanceof ConfigError) return invalid(err, opts.log);
       // The journal or the lock: said as what it is, not as an API failure.
@@ -533,12 +542,28 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
   }
 
   /**
+   * The files by the name a change gives for its file (the shown name), kept while the listing
+   * (the same array: an edit of a file leaves it as it is) and what the names depend on (the
+   * parse key: the folder and the working folder) stay the same: a Map of 20,000 files for
+   * every pass that writes was most of the rest of a pass.
+   */
+  let shownNames: { readonly paths: readonly string[]; readonly key: string | undefined; readonly byShown: ReadonlyMap<string, string> } | undefined;
+  function filesByShownName(files: readonly ParsedFile[]): ReadonlyMap<string, string> {
+    const paths = listing?.paths;
+    if (paths !== undefined && shownNames?.paths === paths && shownNames.key === cacheKey) return shownNames.byShown;
+    const byShown = new Map(files.map((f) => [f.file, f.path] as const));
+    // Only for the files of this listing: a pass that did not load from it (none does) keeps nothing.
+    if (paths !== undefined && paths.length === files.length && files.every((f, i) => f.path === paths[i])) shownNames = { paths, key: cacheKey, byShown };
+    return byShown;
+  }
+
+  /**
    * A write whose desired-state file changed since this pass read it is held back: the edit
    * (`paused: true` pulled during a long apply, say) is planned by the next pass, which the
    * change triggers. One stat per write, against what the pass read.
    */
   function fileGuard(config: ResolvedConfig, files: readonly ParsedFile[], configStamp: string | undefined): (c: Change) => string | undefined {
-    const byShown = new Map(files.map((f) => [f.file, f.path] as const));
+    const byShown = filesByShownName(files);
     return (c) => {
       // The config too: a deny window or suspend: true saved mid-pass holds what is left.
       if (config.file !== undefined) {
