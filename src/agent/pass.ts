@@ -437,15 +437,20 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         targeted = since !== undefined;
         return { ...planned, full: true };
       };
-      const { plan, live, full } = await readAndPlan();
+      // The first plan's live state is not held past this: inside the lock everything it writes
+      // is read again (a full read keeps a second copy of every record while the first is held).
+      const { plan, detail: firstDetail } = await (async () => {
+        const first = await readAndPlan();
+        // A key in live data is looked for in full reads (the interval's at the latest).
+        if (first.full) warnKeysOnce(keysInLive(first.live, desired));
+        return { plan: first.plan, detail: passDetail({ desired, live: first.live, plan: first.plan, tenants }) };
+      })();
       await revisionKnown();
-      // A key in live data is looked for in full reads (the interval's at the latest).
-      if (full) warnKeysOnce(keysInLive(live, desired));
       const objects = objectCounts(tenants, plan);
       const drift = mapOf(objects, (c) => c.drift);
       const conflicts = mapOf(objects, (c) => c.conflict);
       warnProblems(plan);
-      detail = passDetail({ desired, live, plan, tenants });
+      detail = firstDetail;
       const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail, held: plan.held ?? [] };
       const problems = plan.conflicts.length + plan.errors.length;
       const outcome = problems > 0 ? 'conflict' : 'success';
@@ -468,6 +473,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         return result({ ...base, result: 'suspended', synced: inSyncNow, inDoubt: await inDoubt(),
           message: `drift: ${driftWords} not applied (suspend: true)${problems > 0 ? `; ${troubles}` : ''}` });
       }
+      let firstPlan: Plan | undefined = plan;
       const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
       const windows = windowGuard(config, opts.ignoreWindows, () => opts.clock.now());
       const fileChanged = fileGuard(config, files, configStamp);
@@ -485,7 +491,9 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
-        const again = await readAndPlan(plan);
+        // (The first plan is not held while this one is executed.)
+        const again = await readAndPlan(firstPlan);
+        firstPlan = undefined;
         detail = passDetail({ desired, live: again.live, plan: again.plan, tenants });
         enforceSafety(again.plan, config, {});
         const done = await execute(again.plan, again.live, api, locked, applyOpts);
