@@ -63,6 +63,8 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const started = performance.now();
   // The client exists before the desired state does (the lists are read while it loads), so the
   // progress line, which needs the desired state, is reached through these.
+  // Assigned once, after the hooks that read it are made (prefer-const cannot see that).
+  // eslint-disable-next-line prefer-const
   let progress: LiveProgress | undefined;
   const hooks: ProgressHooks = {
     onRequestStart: (e) => progress?.hooks.onRequestStart(e),
