@@ -130,10 +130,11 @@ export class FolderWatcher {
     const known = this.parents.get(dir);
     if (known !== undefined) { known.names.add(basename(root)); return; }
     const names = new Set([basename(root)]);
+    // Quiet: a parent the agent may not watch (a mount's) only means a replaced root is seen later.
     const watcher = this.open(dir, (name) => {
       if (name === undefined) { for (const n of names) this.rootChanged(join(dir, n)); return; }
       if (names.has(name)) this.rootChanged(join(dir, name));
-    });
+    }, true);
     if (watcher !== undefined) this.parents.set(dir, { watcher, names });
   }
 
@@ -286,20 +287,21 @@ export class FolderWatcher {
   }
 
   /** fs.watch, or undefined (a path gone meanwhile is no error; anything else is told). */
-  private open(path: string, listener: (name: string | undefined, event: string) => void): FSWatcher | undefined {
+  private open(path: string, listener: (name: string | undefined, event: string) => void, quiet = false): FSWatcher | undefined {
     if (this.closed) return undefined;
     let watcher: FSWatcher;
     try {
       watcher = watch(path, { persistent: true, encoding: 'utf8' }, (event, name) => listener(name ?? undefined, event));
     } catch (err) {
-      if (!isMissing(err)) this.opts.onError(err);
+      if (!quiet && !isMissing(err)) this.opts.onError(err);
       return undefined;
     }
     watcher.on('error', (err) => {
       // A watched folder removed (EPERM on Windows), or the watch lost: report the path and let
       // the pass look; it is watched again when its parent sees it come back.
       if (this.closed) return;
-      if (!isMissing(err) && (err as NodeJS.ErrnoException).code !== 'EPERM') this.opts.onError(err);
+      if (!quiet && !isMissing(err) && (err as NodeJS.ErrnoException).code !== 'EPERM') this.opts.onError(err);
+      for (const [dir, p] of this.parents) if (p.watcher === watcher) this.parents.delete(dir);
       if (this.trees.get(path)?.watcher === watcher) { this.drop(path); this.opts.onEvent('folder', path); }
       else if (this.files.get(path) === watcher) { this.files.delete(path); this.opts.onEvent('file', path); }
       watcher.close();
