@@ -1,25 +1,26 @@
 // One reconcile pass of `watch`, built from the same steps as `plan` and `apply`
 // (src/agent/reconcile.ts). It keeps what it parsed between passes and re-reads only the
 // files whose size or modification time changed, so a save in a large repo costs one file.
-import { lstatSync, statSync } from 'node:fs';
+import { lstatSync, statSync, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import type { ApiLimits, Change, Clock, DesiredObject, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
-import { assemble, included, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
+import { included, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
+import { assembleFrom, type Assembly } from '../load/incremental.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
 import { redact } from '../redact.js';
 import { DEFAULT_SETTLE_MS, Journal } from '../apply/journal.js';
-import { desiredRevision } from '../load/revision.js';
+import { desiredRevision, type Revision } from '../load/revision.js';
 import { RepeatLimiter } from './repeat.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../live-keys.js';
 import { clip } from '../core/canonical.js';
 import { DETAIL_LIMITS, passDetail, type PassDetail } from '../core/status-detail.js';
 import {
-  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, planLive, refreshTargetsOf, tenantsOf, windowGuard, withApplyLock, type Planned,
+  connect, enforceSafety, execute, fetchAndPlan, journalPathFor, liveFor, planLive, putLive, refreshTargetsOf, windowGuard, withApplyLock, type Planned,
 } from './reconcile.js';
 import { mergeLive, refreshLive, type RefreshTargets } from '../api/fetch-live.js';
 import { editedObjects } from '../core/edited.js';
@@ -70,8 +71,49 @@ function stampOf(st: { size: number; mtimeMs: number; ctimeMs: number; ino: numb
   return `${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}:${st.dev}`;
 }
 
+/**
+ * What a file's parse depends on besides its text: where the resources are and how they are read
+ * (resourcesKey), the tenants dus-sync.yaml lists and the default tenant (a document without
+ * metadata.tenant is the default tenant's; one naming a tenant the config does not list is an
+ * error), and the working folder (the file names shown). When it changes, every kept parse is
+ * dropped: adding a tenant to dus-sync.yaml left "unknown tenant" in force until the file itself
+ * was saved again, and a new default_tenant left the documents with the old one.
+ */
+function parseKey(config: ResolvedConfig): string {
+  return JSON.stringify([resourcesKey(config), Object.keys(config.tenants), config.defaultTenant ?? null, process.cwd()]);
+}
+
 /** The changed files of a file-change pass, as parsed before it and now. */
 interface Reread { readonly before: readonly ParsedFile[]; readonly after: readonly ParsedFile[] }
+
+/** What a pass loaded: the desired state, its issues, the files (sorted by path) and tenants (sorted). */
+interface Loaded {
+  readonly desired: DesiredState;
+  readonly issues: readonly ConfigIssue[];
+  readonly files: readonly ParsedFile[];
+  readonly tenants: readonly string[];
+  readonly load: number;
+  readonly reread?: Reread;
+}
+
+/** More changed files than this in one file-change pass, and everything is listed again. */
+const MAX_RELISTED = 1024;
+
+/** The first index of a sorted list whose item is not before `item`. */
+function lowerBound(items: readonly string[], item: string): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid]! < item) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function listed(paths: readonly string[], path: string): boolean {
+  return paths[lowerBound(paths, path)] === path;
+}
 
 /** The objects a set of parsed files declares into the desired state (the filter's tenants and selector). */
 function declaredIn(files: readonly ParsedFile[], filter: LoadFilter): Set<DesiredObject> {
@@ -168,65 +210,105 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
 
 export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; close(): Promise<void> } {
   const cache = new Map<string, CachedFile>();
+  /** The parseKey the cached parses were made for. */
+  let cacheKey: string | undefined;
   let client: { key: string; api: ApiClient } | undefined;
   let view: LiveView | undefined;
 
-  /** The files of the last listing, for the config they were listed for. */
+  /** The files of the last listing (sorted), for the config they were listed for. */
   let listing: { key: string; paths: readonly string[] } | undefined;
   let loads = 0;
+  /** What the last assemble built: a file change assembles from it and the changed files (src/load/incremental.ts). */
+  let assembly: Assembly | undefined;
 
   /**
    * The resource files after a file change: the last listing with the changed files put in or
    * taken out, when every changed path is a file this config reads (or may read); else (a
    * folder, the config file, a path outside) undefined, and everything is listed again. The
-   * interval pass always lists again, so an event the watcher missed is caught there.
+   * interval pass always lists again, so an event the watcher missed is caught there. The
+   * listing is sorted (as listResourceFiles sorts it): a changed path is found and put in its
+   * place by binary search, not by a Set of every path and a sort of them all.
    */
-  function relisted(config: ResolvedConfig, key: string, trigger: PassTrigger): { paths: string[]; changed: Set<string> } | undefined {
+  function relisted(config: ResolvedConfig, key: string, trigger: PassTrigger): { paths: readonly string[]; changed: Set<string> } | undefined {
     if (trigger.reason !== 'file-change' || trigger.full === true || !trigger.files || listing?.key !== key) return undefined;
-    const known = new Set(listing.paths);
+    // Thousands of changed files (a checkout): listing everything is as quick, and simpler.
+    if (trigger.files.length > MAX_RELISTED) return undefined;
+    const listed = listing.paths;
     const changed = new Set<string>();
     for (const abs of trigger.files) {
       if (config.file !== undefined && abs === config.file) return undefined;
       const rel = relative(config.dir, abs).split(sep).join('/');
       if (rel === '' || rel.startsWith('../') || rel === '..' || isAbsolute(rel)) return undefined;
-      if (!known.has(rel) && selectResourcePaths([rel], config).length !== 1) return undefined;
+      if (listed[lowerBound(listed, rel)] !== rel && selectResourcePaths([rel], config).length !== 1) return undefined;
       changed.add(rel);
     }
+    let paths: string[] | undefined;
     for (const rel of changed) {
       let st;
       try { st = lstatSync(join(config.dir, rel)); } catch { st = undefined; }
-      if (st === undefined) known.delete(rel);
-      else if (st.isDirectory()) return undefined;
-      else known.add(rel);
+      if (st?.isDirectory() === true) return undefined;
+      // Gone, and listed files were below it: a folder (even one named like a file) went away.
+      if (st === undefined && (listed[lowerBound(listed, `${rel}/`)] ?? '').startsWith(`${rel}/`)) return undefined;
+      const now = paths ?? listed;
+      const at = lowerBound(now, rel);
+      const there = now[at] === rel;
+      if (st === undefined && there) (paths ??= listed.slice()).splice(at, 1);
+      else if (st !== undefined && !there) (paths ??= listed.slice()).splice(at, 0, rel);
     }
-    return { paths: [...known].sort(), changed };
+    return { paths: paths ?? listed, changed };
   }
 
-  async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<{ desired: DesiredState; issues: readonly ConfigIssue[]; files: readonly ParsedFile[]; load: number; reread?: Reread }> {
+  /** A changed file read again: the kept parse when its stamp did not change, else a new parse (kept when it could be statted). */
+  function reread(config: ResolvedConfig, path: string, st: Stats | undefined): ParsedFile {
+    // A dangling link cannot be statted; readParsedFile says why (and refuses special files,
+    // links out of the repository and oversize files, bounded while reading).
+    const hit = cache.get(path);
+    if (st && hit && hit.stamp === stampOf(st)) return hit.parsed;
+    const file = readParsedFile(config, path);
+    if (st) cache.set(path, { stamp: stampOf(st), parsed: file });
+    else cache.delete(path);
+    return file;
+  }
+
+  async function loadCached(config: ResolvedConfig, trigger: PassTrigger): Promise<Loaded> {
     const key = resourcesKey(config);
-    const quick = relisted(config, key, trigger);
+    const parses = parseKey(config);
+    const reparse = parses !== cacheKey;
+    if (reparse) { cache.clear(); cacheKey = parses; }
+    const quick = reparse ? undefined : relisted(config, key, trigger);
     const paths = quick?.paths ?? await listResourceFiles(config);
     listing = { key, paths };
-    const seen = new Set(paths);
-    // The parses of the changed files before this pass: the edit is what they declared then and now.
-    const earlier = quick === undefined ? undefined : [...quick.changed].flatMap((p) => { const c = cache.get(p); return c ? [c.parsed] : []; });
-    // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
-    const parsed = await mapLimited(paths, 32, async (path): Promise<ParsedFile> => {
-      // After a file change, only the changed files are looked at again.
-      const kept = quick !== undefined && !quick.changed.has(path) ? cache.get(path) : undefined;
-      if (kept !== undefined) return kept.parsed;
-      // A dangling link cannot be statted; readParsedFile says why (and refuses special files,
-      // links out of the repository and oversize files, bounded while reading).
-      const st = await stat(join(config.dir, path)).catch(() => undefined);
-      const hit = cache.get(path);
-      if (st && hit && hit.stamp === stampOf(st)) return hit.parsed;
-      const file = readParsedFile(config, path);
-      if (st) cache.set(path, { stamp: stampOf(st), parsed: file });
-      return file;
-    });
-    for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
-    const reread = earlier === undefined ? undefined : { before: earlier, after: parsed.filter((f) => quick!.changed.has(f.path)) };
-    return { ...assemble(parsed, config, opts.filter), files: parsed, load: ++loads, ...(reread ? { reread } : {}) };
+    let parsed: ParsedFile[];
+    let rereadFiles: Reread | undefined;
+    if (quick !== undefined) {
+      // After a file change, only the changed files are looked at again; the edit is what they
+      // declared before this pass and declare now.
+      const before = [...quick.changed].flatMap((p) => { const c = cache.get(p); return c ? [c.parsed] : []; });
+      const after: ParsedFile[] = [];
+      parsed = new Array<ParsedFile>(paths.length);
+      for (let i = 0; i < paths.length; i++) {
+        const path = paths[i]!;
+        const kept = quick.changed.has(path) ? undefined : cache.get(path);
+        if (kept !== undefined) { parsed[i] = kept.parsed; continue; }
+        // A file the last pass could not stat (a dangling link) is read again, as before.
+        let st: Stats | undefined;
+        try { st = statSync(join(config.dir, path)); } catch { st = undefined; }
+        const file = reread(config, path, st);
+        parsed[i] = file;
+        if (quick.changed.has(path)) after.push(file);
+      }
+      for (const path of quick.changed) if (!listed(paths, path)) cache.delete(path);
+      rereadFiles = { before, after };
+    } else {
+      const seen = new Set(paths);
+      // Statted a few dozen at a time: one after the other, thousands of stats cost more than the pass.
+      parsed = await mapLimited(paths, 32, async (path) => reread(config, path, await stat(join(config.dir, path)).catch(() => undefined)));
+      for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path);
+    }
+    const assembled = assembleFrom(parsed, config, opts.filter, assembly);
+    assembly = assembled.assembly;
+    if (assembled.how !== 'incremental' && trigger.reason === 'file-change') opts.log.debug(`assembled every document: ${assembled.how}`);
+    return { desired: assembled.desired, issues: assembled.issues, files: assembled.files, tenants: assembled.tenants, load: ++loads, ...(rereadFiles ? { reread: rereadFiles } : {}) };
   }
 
   async function clientFor(config: ResolvedConfig, tenants: readonly string[]): Promise<ApiClient> {
@@ -264,9 +346,12 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     } catch (err) {
       return invalid(err, opts.log);
     }
+    // git status runs while the files load and the pass plans (tens of milliseconds in a large
+    // repository); it is awaited where the revision is first needed.
+    const revisionRead = desiredRevision(config, { onAbsent: (why) => opts.log.debug(`no git revision for the desired state: ${why}`) });
     const loaded = await loadCached(config, trigger).catch((err: unknown) => err);
     if (loaded instanceof Error) return invalid(loaded, opts.log);
-    const { desired, issues, files, reread, load } = loaded as Awaited<ReturnType<typeof loadCached>>;
+    const { desired, issues, files, reread, load, tenants } = loaded as Loaded;
     if (issues.length > 0) return invalid(new ConfigError(issues), opts.log);
     // An empty repository, or a --tenant or --selector that matches nothing, is an error the
     // agent logs and reports (not ready) until the files or flags are fixed; it keeps running.
@@ -278,12 +363,15 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
     // What the status page shows of this pass; kept when safety refuses the plan.
     let detail: PassDetail | undefined;
-    const revision = await desiredRevision(config, { onAbsent: (why) => opts.log.debug(`no git revision for the desired state: ${why}`) });
-    const rev = revision ? { revision } : {};
+    // The revision, once git has answered (it is taken in every outcome below, awaited no earlier).
+    let rev: { revision?: Revision } = {};
+    const revisionKnown = async (): Promise<void> => { const revision = await revisionRead; rev = revision ? { revision } : {}; };
     try {
-      const tenants = tenantsOf(desired);
       // Only a tenant dus-sync.yaml lists, with nothing declared yet, gets here (see checkSelection).
-      if (tenants.length === 0) return result({ ...rev, result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
+      if (tenants.length === 0) {
+        await revisionKnown();
+        return result({ ...rev, result: 'success', message: `no desired-state documents for tenant ${(opts.filter.tenants ?? []).join(', ')}` });
+      }
       const api = await clientFor(config, tenants);
       const journalPath = journalPathFor(config, opts.journal);
       const inDoubt = () => Journal.peekInDoubt(journalPath, api.api).catch(() => undefined);
@@ -322,17 +410,21 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
           const targets = refreshTargetsOf(after?.changes ?? [], pending);
           const read = targets.firmwares.length + targets.actions.length === 0
             ? { live: view.live, reads: 0 }
-            : await refreshLive(api, view.live, targets, { concurrency: opts.concurrency, signal });
+            : await refreshLive(api, liveFor(view.live, targets), targets, { concurrency: opts.concurrency, signal });
           if ('live' in read) {
             const last = view;
+            // What was read goes into the view in place: the view is the pass's own, and the last
+            // plan was made against it (replan needs only that it moved in the touched objects).
+            if (read.live !== view.live) putLive(view.live, read.live);
+            const live = view.live;
             // The edit is put into the index once (the read inside the lock has none left).
             const change: Edit = edit ?? { index: last.index, added: [], removed: [] };
             edit = { index: change.index, added: [], removed: [] };
-            const replanned = await planLive(desired, read.live, control, (_d, l, o) => replan(last.plan, change, l, targets, o));
+            const replanned = await planLive(desired, live, control, (_d, l, o) => replan(last.plan, change, l, targets, o));
             opts.log.debug(`planned against the live view after ${read.reads} targeted read(s)`);
-            view = { key: viewKey, desired, index: change.index, load, live: read.live, plan: replanned };
+            view = { key: viewKey, desired, index: change.index, load, live, plan: replanned };
             pending = { firmwares: [], actions: [] };
-            return { live: read.live, plan: replanned, full: false };
+            return { live, plan: replanned, full: false };
           }
           opts.log.debug(`reading everything: ${read.fallback}`);
         }
@@ -345,14 +437,20 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         targeted = since !== undefined;
         return { ...planned, full: true };
       };
-      const { plan, live, full } = await readAndPlan();
-      // A key in live data is looked for in full reads (the interval's at the latest).
-      if (full) warnKeysOnce(keysInLive(live, desired));
+      // The first plan's live state is not held past this: inside the lock everything it writes
+      // is read again (a full read keeps a second copy of every record while the first is held).
+      const { plan, detail: firstDetail } = await (async () => {
+        const first = await readAndPlan();
+        // A key in live data is looked for in full reads (the interval's at the latest).
+        if (first.full) warnKeysOnce(keysInLive(first.live, desired));
+        return { plan: first.plan, detail: passDetail({ desired, live: first.live, plan: first.plan, tenants }) };
+      })();
+      await revisionKnown();
       const objects = objectCounts(tenants, plan);
       const drift = mapOf(objects, (c) => c.drift);
       const conflicts = mapOf(objects, (c) => c.conflict);
       warnProblems(plan);
-      detail = passDetail({ desired, live, plan, tenants });
+      detail = firstDetail;
       const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail, held: plan.held ?? [] };
       const problems = plan.conflicts.length + plan.errors.length;
       const outcome = problems > 0 ? 'conflict' : 'success';
@@ -375,6 +473,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         return result({ ...base, result: 'suspended', synced: inSyncNow, inDoubt: await inDoubt(),
           message: `drift: ${driftWords} not applied (suspend: true)${problems > 0 ? `; ${troubles}` : ''}` });
       }
+      let firstPlan: Plan | undefined = plan;
       const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
       const windows = windowGuard(config, opts.ignoreWindows, () => opts.clock.now());
       const fileChanged = fileGuard(config, files, configStamp);
@@ -382,12 +481,19 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs,
         beforeWrite: (c: Change) => fileChanged(c) ?? windows?.(c),
         // What the verification read goes into the view (a partial read is merged in).
-        onVerified: (after: LiveState, complete: boolean) => { if (view) view = { ...view, live: complete ? after : mergeLive(view.live, after) }; },
+        // (A complete read of the touched objects goes in in place; a partial one is merged into a copy.)
+        onVerified: (after: LiveState, complete: boolean) => {
+          if (!view) return;
+          if (complete) putLive(view.live, after);
+          else view = { ...view, live: mergeLive(view.live, after) };
+        },
       };
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
-        const again = await readAndPlan(plan);
+        // (The first plan is not held while this one is executed.)
+        const again = await readAndPlan(firstPlan);
+        firstPlan = undefined;
         detail = passDetail({ desired, live: again.live, plan: again.plan, tenants });
         enforceSafety(again.plan, config, {});
         const done = await execute(again.plan, again.live, api, locked, applyOpts);
@@ -413,6 +519,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     } catch (err) {
       // Whatever failed may have left the view behind what the service holds now.
       view = undefined;
+      await revisionKnown();
       if (err instanceof UnsafePlanError) return result({ ...rev, result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
       if (err instanceof ConfigError) return invalid(err, opts.log);
       // The journal or the lock: said as what it is, not as an API failure.
@@ -443,12 +550,28 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
   }
 
   /**
+   * The files by the name a change gives for its file (the shown name), kept while the listing
+   * (the same array: an edit of a file leaves it as it is) and what the names depend on (the
+   * parse key: the folder and the working folder) stay the same: a Map of 20,000 files for
+   * every pass that writes was most of the rest of a pass.
+   */
+  let shownNames: { readonly paths: readonly string[]; readonly key: string | undefined; readonly byShown: ReadonlyMap<string, string> } | undefined;
+  function filesByShownName(files: readonly ParsedFile[]): ReadonlyMap<string, string> {
+    const paths = listing?.paths;
+    if (paths !== undefined && shownNames?.paths === paths && shownNames.key === cacheKey) return shownNames.byShown;
+    const byShown = new Map(files.map((f) => [f.file, f.path] as const));
+    // Only for the files of this listing: a pass that did not load from it (none does) keeps nothing.
+    if (paths !== undefined && paths.length === files.length && files.every((f, i) => f.path === paths[i])) shownNames = { paths, key: cacheKey, byShown };
+    return byShown;
+  }
+
+  /**
    * A write whose desired-state file changed since this pass read it is held back: the edit
    * (`paused: true` pulled during a long apply, say) is planned by the next pass, which the
    * change triggers. One stat per write, against what the pass read.
    */
   function fileGuard(config: ResolvedConfig, files: readonly ParsedFile[], configStamp: string | undefined): (c: Change) => string | undefined {
-    const byShown = new Map(files.map((f) => [f.file, f.path] as const));
+    const byShown = filesByShownName(files);
     return (c) => {
       // The config too: a deny window or suspend: true saved mid-pass holds what is left.
       if (config.file !== undefined) {

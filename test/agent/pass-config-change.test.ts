@@ -1,0 +1,89 @@
+// The watch pass keeps the parse of every file between passes: a change of dus-sync.yaml that
+// changes how a file parses (its tenants, the default tenant) must not leave the old parses in use.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createReconcilePass } from '../../src/agent/pass.js';
+import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
+import { memoryLogger } from './helpers.js';
+
+const KEY_A = 'pass-cfg-secret-key-acme-0123456789';
+const KEY_B = 'pass-cfg-secret-key-beta-0123456789';
+const tenant = (key: string) => ({ api_key: key, bundles: [{ version: '1', firmwares: [
+  { version_number: '2.4.1', component_name: 'modem', uncompressed_size: 1000, is_deactivated: false, dependencies: [] },
+  { version_number: '2.5.0', component_name: 'modem', uncompressed_size: 1000, is_deactivated: false, dependencies: [] },
+] }], actions: [] });
+const seed = { tenants: { acme: tenant(KEY_A), beta: tenant(KEY_B) } } as unknown as Seed;
+
+let emulator: RunningEmulator | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  await emulator?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  emulator = undefined; dir = undefined;
+});
+
+function write(path: string, text: string): void {
+  mkdirSync(dirname(join(dir!, path)), { recursive: true });
+  writeFileSync(join(dir!, path), text);
+}
+
+const config = (tenants: string[], defaultTenant: string) => `apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: ${defaultTenant}\ntenants:\n${tenants.map((t) => `  ${t}: { api_key_env: DUS_API_KEY_${t.toUpperCase()} }\n`).join('')}`;
+
+describe('a pass after dus-sync.yaml changed', () => {
+  it('parses the files again: a tenant added to the config, and a new default tenant, are seen without touching the files', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-cfg-'));
+    write('dus-sync.yaml', config(['acme'], 'acme'));
+    write('tenants/beta.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: beta }\nspec: { version_number: "2.4.1", uncompressed_size: 1000 }\n');
+    write('tenants/default.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { labels: { team: a } }\nspec: { version_number: "2.5.0", uncompressed_size: 1000 }\n');
+    const log = memoryLogger();
+    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, DUS_API_KEY_BETA: KEY_B, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log, clock,
+    });
+    const signal = new AbortController().signal;
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.result).toBe('invalid-config');
+      expect(first.issues?.[0]?.message).toMatch(/unknown tenant "beta"/);
+      // The config now lists beta and makes it the default: both files are beta's.
+      write('dus-sync.yaml', config(['acme', 'beta'], 'beta'));
+      const second = await pass({ reason: 'file-change', files: [join(dir, 'dus-sync.yaml')] }, signal);
+      expect(second.issues ?? []).toEqual([]);
+      expect(second.result).toBe('success');
+      expect([...(second.objects?.keys() ?? [])]).toEqual(['beta']);
+      const third = await pass({ reason: 'interval' }, signal);
+      expect([...(third.objects?.keys() ?? [])]).toEqual(['beta']);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('a pass after a folder went away', () => {
+  it('lists everything again when the path given is gone and listed files were below it (even a folder named like a file)', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-rm-'));
+    write('dus-sync.yaml', config(['acme'], 'acme'));
+    write('tenants/a.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", uncompressed_size: 1000 }\n');
+    write('tenants/more.yaml/b.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.5.0", uncompressed_size: 1000 }\n');
+    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock,
+    });
+    const signal = new AbortController().signal;
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.objects?.get('acme')?.in_sync).toBe(2);
+      rmSync(join(dir, 'tenants', 'more.yaml'), { recursive: true });
+      const second = await pass({ reason: 'file-change', files: [join(dir, 'tenants', 'more.yaml')] }, signal);
+      expect(second.objects?.get('acme')?.in_sync).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+});
