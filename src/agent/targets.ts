@@ -1,4 +1,4 @@
-// What the agent watches for a config: folders are watched, not globs, so each resource
+// What the agent watches for a config: chokidar 4 takes paths, not globs, so each resource
 // glob becomes the folder before its first wildcard, and a filter decides which events matter.
 import { realpathSync } from 'node:fs';
 import { dirname, relative, resolve, sep } from 'node:path';
@@ -54,7 +54,8 @@ export function watchTargets(config: ResolvedConfig): WatchTargets {
   // The config file stays a path of its own even inside a root: it is not a resource, so only
   // being a watched path makes its events count.
   const paths = [...(config.file ? [config.file] : []), ...fold(roots)];
-  // Each answer compiles the globs: remember them (the config, hence the globs, is fixed here).
+  // chokidar asks for every file each time it re-reads a folder (on every save in it), and each
+  // call compiles the globs: remember the answers (the config, hence the globs, is fixed here).
   const known = new Map<string, boolean>();
   const filter = (path: string): boolean => {
     let is = known.get(path);

@@ -5,7 +5,7 @@
 import { setMaxListeners } from 'node:events';
 import { realpath } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
-import { FolderWatcher, type FolderEvent } from './folder-watch.js';
+import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../model/index.js';
 import { redact } from '../redact.js';
 import {
@@ -23,7 +23,7 @@ export interface PassRecorder {
 }
 
 export interface WatcherOptions {
-  /** The config file and the roots of the resource globs (folders are watched, not globs). */
+  /** The config file and the roots of the resource globs (chokidar 4 watches paths, not globs). */
   readonly paths: readonly string[];
   /** Which changed files matter (e.g. picomatch of the resource globs). Default: *.yaml / *.yml. */
   readonly filter?: (path: string) => boolean;
@@ -42,7 +42,7 @@ export interface WatcherOptions {
   readonly metrics?: PassRecorder;
   /** Aborting it stops the loop at once (no grace). */
   readonly signal?: AbortSignal;
-  /** false runs the loop without watching files (tests, or a caller that feeds trigger() itself). */
+  /** false runs the loop without chokidar (tests, or a caller that feeds trigger() itself). */
   readonly watchFiles?: boolean;
   readonly onPass?: (result: PassResult, trigger: PassTrigger, durationMs: number) => void;
 }
@@ -77,7 +77,7 @@ export class Watcher {
   private folder: (path: string) => boolean;
   private currentIntervalMs: number;
   private readonly debounceMs: number;
-  private fsw: FolderWatcher | undefined;
+  private fsw: FSWatcher | undefined;
   private stopped = false;
   private pending: Pending | undefined;
   private running: Promise<void> | undefined;
@@ -89,6 +89,7 @@ export class Watcher {
   private realRoots = new Map<string, string | undefined>();
   private debounceSince: number | undefined;
   private idleWaiters: (() => void)[] = [];
+  private stopWaiters: (() => void)[] = [];
   private passes = 0;
   private failures = 0;
   private lastResult: PassResult | undefined;
@@ -178,9 +179,10 @@ export class Watcher {
       this.pending = undefined;
       this.clearNext();
       this.clearDebounce();
+      for (const w of this.stopWaiters.splice(0)) w();
       const fsw = this.fsw;
       this.fsw = undefined;
-      fsw?.close();
+      await fsw?.close().catch(() => undefined);
     }
     const running = this.running;
     if (!running) { this.settleIdle(); return 'idle'; }
@@ -195,20 +197,26 @@ export class Watcher {
   // ------------------------------------------------------------ file events
 
   private async watchFiles(): Promise<void> {
-    const fsw = new FolderWatcher({
-      // Dot folders and node_modules are never walked; links out of the repository only as roots.
-      folder: (path) => !this.insideDotFolder(path) && (this.rootSet.has(path) || this.folder(path)),
-      onEvent: (kind, path) => this.onFsEvent(kind, path),
-      onError: (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`),
+    const fsw = chokidarWatch([...this.roots], {
+      ignoreInitial: true,
+      // chokidar's atomic mode folds an editor's unlink+add (rename-over saves) into a change.
+      atomic: true,
+      // Files that can never matter get no watcher of their own (a large repo has many).
+      ignored: (path, stats) => this.insideDotFolder(path)
+        || (stats?.isFile() === true && !this.rootSet.has(path) && !this.filter(path))
+        || (stats?.isDirectory() === true && !this.rootSet.has(path) && !this.folder(path)),
     });
     this.fsw = fsw;
-    fsw.add(this.roots);
+    fsw.on('all', (event, path) => this.onFsEvent(event, path));
+    fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
+    // stop() during start-up closes the watcher, which may then never say 'ready'.
+    await new Promise<void>((ready) => { fsw.once('ready', () => ready()); this.stopWaiters.push(ready); });
     this.realRoots = await realPaths(this.roots);
   }
 
   /**
    * A root reached through a symlink that now points elsewhere (git-sync's atomic worktree
-   * swap) is watched again: the watch would stay on the old, deleted worktree otherwise.
+   * swap) is watched again: chokidar keeps watching the old, deleted worktree otherwise.
    */
   private async followSymlinks(): Promise<void> {
     const fsw = this.fsw;
@@ -222,9 +230,9 @@ export class Watcher {
     fsw.add(moved);
   }
 
-  private onFsEvent(kind: FolderEvent, path: string): void {
-    if (this.stopped || !this.relevant(kind, path)) return;
-    this.opts.log.debug(`file ${kind === 'file' ? 'change' : 'folder change'}: ${path}`);
+  private onFsEvent(event: string, path: string): void {
+    if (this.stopped || !this.relevant(event, path)) return;
+    this.opts.log.debug(`file ${event}: ${path}`);
     this.debounceFiles.add(path);
     const now = this.timers.now();
     this.debounceSince ??= now;
@@ -235,10 +243,18 @@ export class Watcher {
     this.debounceTimer = this.timers.setTimeout(() => this.flushDebounce(), wait);
   }
 
-  private relevant(kind: FolderEvent, path: string): boolean {
-    // A folder that went away (or holds many new files) may have held resources: the pass looks.
-    if (kind === 'folder') return true;
-    return this.rootSet.has(path) || (!this.insideDotFolder(path) && this.filter(path));
+  private relevant(event: string, path: string): boolean {
+    switch (event) {
+      case 'add':
+      case 'change':
+      case 'unlink':
+        return this.rootSet.has(path) || this.filter(path);
+      case 'unlinkDir':
+        // A removed folder may have held resources; chokidar does not always list its files.
+        return true;
+      default:
+        return false;
+    }
   }
 
   /** Dot folders (.git, .dus-sync with the journal) and node_modules below a root are never resources. */

@@ -1,7 +1,7 @@
 // What the container image does, without a Docker engine: pack the package, install it with
 // production dependencies only (as the runtime stage does), and run `watch` from there
 // against the emulator. This catches a runtime import of a dev dependency, a file missing from
-// "files", or a bundling problem (pino-pretty, prom-client) before an image is built.
+// "files", or a bundling problem (pino-pretty, chokidar, prom-client) before an image is built.
 import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
