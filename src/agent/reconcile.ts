@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type {
-  ApiLimits, ApplyReport, Change, ChangeResult, Clock, DesiredState, LiveFirmware, LiveState, LiveTenant, Logger, Plan, ResolvedConfig,
+  ApiLimits, ApplyReport, Change, ChangeResult, Clock, DesiredObject, DesiredState, LiveFirmware, LiveState, LiveTenant, Logger, Plan, ResolvedConfig,
 } from '../model/index.js';
 import { ConfigError, UnsafePlanError, UserError } from '../errors.js';
 import { displayPath, loadAssembled, type LoadFilter } from '../load/index.js';
@@ -50,8 +50,8 @@ export interface ConnectOptions {
  * Loads the desired state; any issue is a ConfigError (nothing gets written on invalid input),
  * and no files, or a --tenant or --selector that matches nothing, is a UserError.
  */
-export async function loadOrThrow(config: ResolvedConfig, filter: LoadFilter): Promise<DesiredState> {
-  const { result, facts } = await loadAssembled(config, filter);
+export async function loadOrThrow(config: ResolvedConfig, filter: LoadFilter, onObject?: (o: DesiredObject) => void): Promise<DesiredState> {
+  const { result, facts } = await loadAssembled(config, filter, onObject ? { onObject } : {});
   if (result.issues.length > 0) throw new ConfigError(result.issues);
   checkSelection(facts, config, filter);
   return result.desired;

@@ -5,7 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+// Only the Agent and the request API, not undici's index (every dispatcher, fetch, WebSocket, the
+// cache, the mocks: some 40 ms of every start). request() is what the index puts on
+// Dispatcher.prototype; called on the dispatcher, it works for a test's MockAgent as well.
+import Agent from 'undici/lib/dispatcher/agent.js';
+import undiciRequest from 'undici/lib/api/api-request.js';
 import { ApiError, UserError } from '../errors.js';
 import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
 import { redact, registerSecret } from '../redact.js';
@@ -483,7 +488,12 @@ async function transmit(ctx: Context, tenant: string, key: string, call: Call, s
     `no complete answer within ${formatDuration(ctx.requestTimeoutMs)}`, '--request-timeout')), ctx.requestTimeoutMs);
   const stop = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
   try {
-    const res = await ctx.dispatcher.request({
+    // A dispatcher with a request() of its own (undici's index was loaded: a test's MockAgent, or
+    // a hand-made double) is asked directly; the CLI's Agent gets undici's request() called on it.
+    const send = typeof (ctx.dispatcher as Partial<Dispatcher>).request === 'function'
+      ? (o: Dispatcher.RequestOptions) => ctx.dispatcher.request(o)
+      : (o: Dispatcher.RequestOptions) => undiciRequest.call(ctx.dispatcher, o);
+    const res = await send({
       origin: ctx.base.origin,
       path: call.path,
       method: call.method,

@@ -65,7 +65,9 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, opts: 
   // The other lists still read their next page while the index takes one.
   const own = prefetchBundles(client, names.filter((n) => wanted.get(n)!.versions.size > 0 && !early.has(n)), { maxHeld: 1 });
   try {
-    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, { ...opts, signal, prefetched: own, early: early.get(c.tenant) }, budget)));
+    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, {
+      ...opts, signal, prefetched: own, early: early.get(c.tenant), earlyActions: opts.ahead?.takeActions(c.tenant, signal),
+    }, budget)));
     return { tenants: new Map(names.map((name, i) => [name, tenants[i]!])) };
   } finally {
     clearTimeout(timer);
@@ -110,18 +112,42 @@ interface TenantRead extends FetchLiveOptions {
   readonly prefetched?: BundlePrefetch;
   /** The tenant's index, read ahead. */
   readonly early?: Promise<Map<string, readonly LiveFirmware[]>>;
+  /** The tenant's declared actions already being read, and the budget they spend from. */
+  readonly earlyActions?: EarlyActions;
+}
+
+/** Action reads started while the desired state loaded (plan's read-ahead): by id, and what their answers spent. */
+export interface EarlyActions {
+  readonly reads: ReadonlyMap<number, Promise<Action | null>>;
+  readonly budget: ActionsBudget;
+}
+
+/** Bytes of actions a tenant may still keep, of `limit` (ACTIONS_BUDGET_FACTOR × --max-response-size). */
+export interface ActionsBudget {
+  actionBytes: number;
+  readonly limit?: number;
 }
 
 async function fetchTenant(client: TenantClient, wanted: Wanted, opts: TenantRead, budget: Budget): Promise<LiveTenant> {
-  const [firmwares, { actions, errors }] = await Promise.all([
-    wanted.versions.size === 0 ? Promise.resolve(new Map<string, readonly LiveFirmware[]>())
-      : opts.early ?? indexFirmwares(opts.prefetched?.take(client.tenant, opts.signal) ?? client.bundlePages(opts.signal), {
-        ...filterOf(wanted), tenant: client.tenant,
-        ...(budget.records ? { budget: budget.records } : {}),
-      }),
-    readActions(client, [...wanted.actionIds].sort((a, b) => a - b), opts, { actionBytes: budget.actionBytes }),
-  ]);
-  return { firmwares, actions, ...(errors.size > 0 ? { actionErrors: errors } : {}) };
+  // The list and the actions are read at once; when both fail, the list's failure is the one
+  // said (it would come first read one after the other), whichever came first: plan reads the
+  // actions as it loads the files, and which of two failures won a race is no way to report.
+  // A failed list stops the actions (nothing they say would be used).
+  const stopActions = new AbortController();
+  const actionsSignal = opts.signal ? AbortSignal.any([opts.signal, stopActions.signal]) : stopActions.signal;
+  setMaxListeners(0, actionsSignal);
+  const list = wanted.versions.size === 0 ? Promise.resolve(new Map<string, readonly LiveFirmware[]>())
+    : opts.early ?? indexFirmwares(opts.prefetched?.take(client.tenant, opts.signal) ?? client.bundlePages(opts.signal), {
+      ...filterOf(wanted), tenant: client.tenant,
+      ...(budget.records ? { budget: budget.records } : {}),
+    });
+  list.catch(() => { stopActions.abort(new Error('the bundle list failed')); });
+  const read = readActions(client, [...wanted.actionIds].sort((a, b) => a - b), { ...opts, signal: actionsSignal }, opts.earlyActions?.budget ?? { actionBytes: budget.actionBytes }, opts.earlyActions?.reads);
+  const [firmwares, actions] = await Promise.allSettled([list, read]);
+  if (firmwares.status === 'rejected') throw firmwares.reason;
+  if (actions.status === 'rejected') throw actions.reason;
+  const { actions: byId, errors } = actions.value;
+  return { firmwares: firmwares.value, actions: byId, ...(errors.size > 0 ? { actionErrors: errors } : {}) };
 }
 
 interface Accumulated {
@@ -487,8 +513,13 @@ interface ReadActions {
   errors: Map<number, string>;
 }
 
-async function readActions(client: TenantClient, ids: readonly number[], opts: FetchLiveOptions, budget: Budget): Promise<ReadActions> {
-  const limit = budget.actionBytes;
+/** Bytes of an action as the actions budget counts them. */
+export function actionBytes(action: Action): number {
+  return JSON.stringify(action).length;
+}
+
+async function readActions(client: TenantClient, ids: readonly number[], opts: FetchLiveOptions, budget: ActionsBudget, early?: ReadonlyMap<number, Promise<Action | null>>): Promise<ReadActions> {
+  const limit = budget.limit ?? budget.actionBytes;
   const results = new Array<Action | null>(ids.length);
   const errors = new Map<number, string>();
   let next = 0;
@@ -496,9 +527,11 @@ async function readActions(client: TenantClient, ids: readonly number[], opts: F
     while (next < ids.length) {
       const i = next++;
       try {
-        const action = await client.getAction(ids[i]!, opts.signal);
+        // An action read ahead spent its bytes when it came (plan's read-ahead).
+        const started = early?.get(ids[i]!);
+        const action = started !== undefined ? await started : await client.getAction(ids[i]!, opts.signal);
         // Each answer is bounded on its own; their sum must be too, as every one is kept.
-        if (action !== null) budget.actionBytes -= JSON.stringify(action).length;
+        if (action !== null && started === undefined) budget.actionBytes -= actionBytes(action);
         if (budget.actionBytes < 0) {
           throw new ApiError(`the declared actions of tenant ${client.tenant} total more than ${formatSize(limit)} (${ACTIONS_BUDGET_FACTOR} × --max-response-size); that is not a rollout: check the API, or raise --max-response-size`, { retryable: false });
         }

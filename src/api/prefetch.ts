@@ -6,9 +6,11 @@
 //   indexes them as they come, before it knows what to keep (IndexOptions.later).
 // A page read ahead is exactly the page the index would have read: the same client, the same
 // checks (bundlePages), in the same order; an error is thrown where the index reaches it.
-import type { FirmwareBundle, LiveFirmware } from '../model/index.js';
+import { setMaxListeners } from 'node:events';
+import type { Action, FirmwareBundle, LiveFirmware } from '../model/index.js';
 import type { ApiClient } from './client.js';
-import { indexFirmwares, type IndexFilter, type RecordsBudget } from './fetch-live.js';
+import { actionBytes, indexFirmwares, type EarlyActions, type IndexFilter, type RecordsBudget } from './fetch-live.js';
+import { ACTIONS_BUDGET_FACTOR } from './limits.js';
 
 export interface BundlePrefetch {
   /**
@@ -125,11 +127,24 @@ export interface IndexAhead {
   take(tenant: string, filter: IndexFilter, signal?: AbortSignal): Promise<Map<string, readonly LiveFirmware[]>> | undefined;
   /** The tenant's list is not needed (no firmware declared): stopped now. */
   drop(tenant: string): void;
+  /**
+   * Starts reading an action the desired state declares, as the loader meets it (once per id;
+   * nothing for a tenant not read ahead, or once the actions budget is spent: those are read
+   * after the load, as before).
+   */
+  readAction(tenant: string, id: number): void;
+  /** The action reads started for the tenant, for fetchLive (once); aborting `signal` stops those still running. */
+  takeActions(tenant: string, signal?: AbortSignal): EarlyActions | undefined;
   /** Stops every list still being read and waits until no request of theirs is left. */
   stop(): Promise<void>;
 }
 
 interface Ahead {
+  readonly actions: Map<number, Promise<Action | null>>;
+  readonly actionsBudget: { actionBytes: number; readonly limit: number };
+  actionsTaken: boolean;
+  /** Stops the action reads (the list has its own: a tenant whose list is not needed still has its actions). */
+  readonly actionsController: AbortController;
   readonly controller: AbortController;
   readonly index: Promise<Map<string, readonly LiveFirmware[]>>;
   give(filter: IndexFilter): void;
@@ -141,13 +156,17 @@ export function indexAhead(client: ApiClient, tenants: readonly string[], opts: 
   const all = new Map<string, Ahead>();
   for (const tenant of tenants) {
     const controller = new AbortController();
+    const actionsController = new AbortController();
+    // Every action read of the tenant listens on it (all at once): by design.
+    setMaxListeners(0, actionsController.signal);
     let give!: (f: IndexFilter) => void;
     let refuse!: (e: Error) => void;
     const later = new Promise<IndexFilter>((resolve, reject) => { give = resolve; refuse = reject; });
     const index = (async () => indexFirmwares(client.tenant(tenant).bundlePages(controller.signal), { later, heldEarly: opts.heldEarly, budget: opts.budget, tenant }))();
     // Whoever takes it sees its failure; one nobody takes must not be an unhandled rejection.
     index.catch(() => undefined);
-    all.set(tenant, { controller, index, give, refuse, taken: false });
+    const limit = ACTIONS_BUDGET_FACTOR * client.limits.maxResponseBytes;
+    all.set(tenant, { controller, actionsController, index, give, refuse, taken: false, actions: new Map(), actionsBudget: { actionBytes: limit, limit }, actionsTaken: false });
   }
   const end = (a: Ahead, why: string): void => {
     if (a.taken) return;
@@ -167,6 +186,27 @@ export function indexAhead(client: ApiClient, tenants: readonly string[], opts: 
       a.give(filter);
       return a.index;
     },
+    readAction(tenant, id) {
+      const a = all.get(tenant);
+      if (a === undefined || a.actionsTaken || a.actions.has(id) || a.actionsBudget.actionBytes < 0 || a.actionsController.signal.aborted) return;
+      const read = client.tenant(tenant).getAction(id, a.actionsController.signal).then((action) => {
+        if (action !== null) a.actionsBudget.actionBytes -= actionBytes(action);
+        return action;
+      });
+      // fetchLive awaits it (and says what went wrong); one it never takes must not be an unhandled rejection.
+      read.catch(() => undefined);
+      a.actions.set(id, read);
+    },
+    takeActions(tenant, signal) {
+      const a = all.get(tenant);
+      if (a === undefined || a.actionsTaken) return undefined;
+      a.actionsTaken = true;
+      if (signal !== undefined) {
+        if (signal.aborted) a.actionsController.abort(signal.reason);
+        else signal.addEventListener('abort', () => a.actionsController.abort(signal.reason), { once: true });
+      }
+      return { reads: a.actions, budget: a.actionsBudget };
+    },
     drop(tenant) {
       const a = all.get(tenant);
       if (a !== undefined) end(a, `the bundle list of tenant ${tenant} is not needed`);
@@ -176,8 +216,9 @@ export function indexAhead(client: ApiClient, tenants: readonly string[], opts: 
         end(a, `the bundle list of tenant ${tenant} was not needed`);
         // Taken ones are stopped too: stop() comes when the run is over (or failed).
         a.controller.abort(new Error('stopped'));
+        a.actionsController.abort(new Error('stopped'));
       }
-      await Promise.allSettled([...all.values()].map((a) => a.index));
+      await Promise.allSettled([...all.values()].flatMap((a) => [a.index, ...a.actions.values()]));
     },
   };
 }

@@ -1,26 +1,15 @@
-// Response validation against schemas/api.schema.json, compiled once on first use.
-import { Ajv, type ValidateFunction } from 'ajv';
-import { readSchemaFile } from '../schemas.js';
+// Response validation against schemas/api.schema.json: the functions come from
+// ./response-validators.ts (precompiled in dist/, compiled on first use in the tests).
+import { responseValidator } from './response-validators.js';
+import type { ResponseShape } from './response-ajv.js';
 
-export type ResponseShape = 'FirmwareBundleList' | 'FirmwareBundle' | 'Action';
+export type { ResponseShape } from './response-ajv.js';
 
-let ajv: Ajv | undefined;
-const compiled = new Map<ResponseShape, ValidateFunction>();
+const compiled = new Map<ResponseShape, ReturnType<typeof responseValidator>>();
 
-function validator(shape: ResponseShape): ValidateFunction {
+function validator(shape: ResponseShape): ReturnType<typeof responseValidator> {
   let fn = compiled.get(shape);
-  if (!fn) {
-    if (!ajv) {
-      // The API schema is draft-07 and uses no formats: a server's odd uuid must not fail a read.
-      // validateSchema: false: see src/load/schema-check.ts (the schema is checked by a test).
-      ajv = new Ajv({ allErrors: false, strict: false, validateSchema: false });
-      ajv.addSchema(readSchemaFile('api'));
-    }
-    const schema = readSchemaFile('api');
-    fn = ajv.getSchema(`${String(schema.$id)}#/definitions/${shape}`);
-    if (!fn) throw new Error(`schemas/api.schema.json has no definition ${shape}`);
-    compiled.set(shape, fn);
-  }
+  if (!fn) compiled.set(shape, fn = responseValidator(shape));
   return fn;
 }
 

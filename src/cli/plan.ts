@@ -78,7 +78,8 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const ahead = opts.readAhead === false ? undefined : await readAhead(config, filter, connectOptions);
   let desired;
   try {
-    desired = await loadOrThrow(config, filter);
+    // The actions the files declare are read as the loader meets them.
+    desired = await loadOrThrow(config, filter, ahead ? (o) => { if (o.kind === 'action') ahead.read.ahead.readAction(o.tenant, o.id); } : undefined);
   } catch (err) {
     await ahead?.close();
     throw err;

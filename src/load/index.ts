@@ -283,6 +283,8 @@ export function assemble(files: readonly ParsedFile[], config: ResolvedConfig, f
 
 export interface AssembleOptions {
   readonly sorted?: boolean;
+  /** Told each object the desired state takes (past the filter, not a duplicate), as its file is assembled: plan starts reading its actions then. */
+  readonly onObject?: (o: DesiredObject) => void;
 }
 
 /** assemble, one file at a time, in path order: what plan keeps of a file is its objects, not its parse. */
@@ -337,6 +339,7 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
         if (!o || duplicate || !included(o, filter)) continue;
         if (o.kind === 'firmware') firmwares.push(o);
         else actions.push(o);
+        opts.onObject?.(o);
       }
     },
     finish() {

@@ -160,3 +160,52 @@ describe('indexAhead', () => {
     await ahead.stop();
   });
 });
+
+describe('indexAhead: actions read while the files load', () => {
+  function actionClient(size: number, maxResponseBytes: number) {
+    const asked: number[] = [];
+    const client = {
+      limits: { maxResponseBytes, fetchTimeoutMs: 60_000 },
+      api: 'x',
+      tenant: (name: string) => ({
+        tenant: name,
+        bundlePages: async function* () { /* no bundles */ },
+        getAction: async (id: number) => {
+          asked.push(id);
+          await new Promise((r) => setTimeout(r, 1));
+          return { id, tenant_id: name, status: 'pending', phases: [{ name: 'x'.repeat(size), trigger_on: {}, info: {} }] };
+        },
+      } as unknown as TenantClient),
+      close: async () => undefined,
+    } as unknown as ApiClient;
+    return { client, asked };
+  }
+
+  it('each id is read once, and what they take is spent from the tenant\'s actions budget', async () => {
+    const { client, asked } = actionClient(100, 1024 * 1024);
+    const ahead = indexAhead(client, ['acme'], { budget: recordsBudget(1024 * 1024), heldEarly: 1000 });
+    for (const id of [3, 1, 3, 2, 1]) ahead.readAction('acme', id);
+    ahead.readAction('globex', 9);
+    const early = ahead.takeActions('acme')!;
+    expect([...early.reads.keys()]).toEqual([3, 1, 2]);
+    const actions = await Promise.all(early.reads.values());
+    expect(asked.sort()).toEqual([1, 2, 3]);
+    const spent = actions.reduce((n, a) => n + JSON.stringify(a).length, 0);
+    expect(early.budget.limit! - early.budget.actionBytes).toBe(spent);
+    expect(ahead.takeActions('acme')).toBeUndefined();
+    await ahead.stop();
+  });
+
+  it('once the actions budget is spent no more are read ahead (the rest are read after the load, and the budget error comes from there)', async () => {
+    // 8 x 1 KiB of actions may be kept; each is some 1.1 KiB.
+    const { client, asked } = actionClient(1100, 1024);
+    const ahead = indexAhead(client, ['acme'], { budget: recordsBudget(1024), heldEarly: 1000 });
+    for (let id = 1; id <= 20; id++) {
+      ahead.readAction('acme', id);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(asked.length).toBeGreaterThan(5);
+    expect(asked.length).toBeLessThan(20);
+    await ahead.stop();
+  });
+});

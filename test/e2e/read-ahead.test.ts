@@ -121,10 +121,10 @@ describe('plan reads the bundle lists while the desired state loads', () => {
     expect((planOf(fine.stdout) as { changes: unknown[] }).changes).toHaveLength(1);
   });
 
-  it('invalid YAML ends with its issue and nothing on standard output; what was read ahead is only the bundle lists; --no-read-ahead reads nothing', async () => {
+  it('invalid YAML ends with its issue and nothing on standard output; what was read ahead is only the bundle lists and declared actions; --no-read-ahead reads nothing', async () => {
     // Many files, so that the lists are read while they load.
     const padding = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`pad/p${i}.yaml`, '# nothing here\n']));
-    const dir = tree({ 'dus-sync.yaml': CONFIG, ...padding, 'tenants/acme/fw.yaml': `${firmwareDocs('acme', 30)}---\napiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: 7\n` });
+    const dir = tree({ 'dus-sync.yaml': CONFIG, ...padding, 'tenants/acme/actions.yaml': actionDocs('acme', 5), 'tenants/acme/fw.yaml': `${firmwareDocs('acme', 30)}---\napiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: 7\n` });
     for (const flags of [[], ['--no-read-ahead']]) {
       const before = requests.length;
       const r = await runCli(['plan', ...flags], { cwd: dir, env: env() });
@@ -134,7 +134,33 @@ describe('plan reads the bundle lists while the desired state loads', () => {
       expect(r.stderr).not.toMatch(/\n\s+at /);
       const seen = requests.slice(before);
       if (flags.length > 0) expect(seen).toEqual([]);
-      else for (const line of seen) expect(line).toMatch(/^GET \/api\/v1\/firmware-bundles(\?\S*)? /);
+      else for (const line of seen) expect(line).toMatch(/^GET \/api\/v1\/(firmware-bundles(\?\S*)?|actions\/\d+) /);
+    }
+  });
+
+  it('declared actions read while the files load spend the same budget: the same sentence as without read-ahead', async () => {
+    // 30 actions of some 700 bytes each against 8 x 1 KiB of actions kept at most.
+    const big = await startEmulator({
+      seed: { tenants: { acme: {
+        api_key: KEYS.acme,
+        bundles: [{ version: 'b0', firmwares: [{ version_number: '0.0.0', component_name: 'modem', uncompressed_size: 1, is_deactivated: false, dependencies: [] }] }],
+        actions: Array.from({ length: 30 }, (_, a) => ({ id: 100 + a, status: 'pending', phases: [{ name: `canary-${'x'.repeat(640)}`, trigger_on: {}, info: {} }] })),
+      } } } as unknown as Seed,
+      port: 0, pageSize: 1,
+    });
+    try {
+      const dir = tree({ 'dus-sync.yaml': CONFIG, 'tenants/acme/actions.yaml': actionDocs('acme', 30) });
+      const sentences: string[] = [];
+      for (const flags of [[], ['--no-read-ahead']]) {
+        const r = await runCli(['--max-response-size', '1KiB', 'plan', ...flags], { cwd: dir, env: env({ DUS_BASE_URL: big.url }) });
+        expect(r.code).toBe(1);
+        expect(r.stderr).not.toMatch(/\n\s+at /);
+        sentences.push(r.stderr.split('\n').filter((l) => l.startsWith('error:')).join('\n'));
+      }
+      expect(sentences[0]).toMatch(/the declared actions of tenant acme total more than 8 KiB/);
+      expect(sentences[0]).toBe(sentences[1]);
+    } finally {
+      await big.close();
     }
   });
 

@@ -153,6 +153,11 @@ describe('plain http to a remote host', () => {
     const elsewhere = `http://${REMOTE}/api/v1/firmware-bundles?page=2`;
     for (const mode of ['next', '302', '307', 'next-https'] as const) {
       const server = createHttpServer((req, res) => {
+        // The repository declares action 7: plan reads it as it loads the files; not there.
+        if ((req.url ?? '').startsWith('/api/v1/actions/')) {
+          res.writeHead(404, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ detail: 'Not found.' }));
+        }
         if (mode === 'next' || mode === 'next-https') {
           res.writeHead(200, { 'content-type': 'application/json' });
           return res.end(JSON.stringify({ count: 2, next: mode === 'next' ? elsewhere : elsewhere.replace('http:', 'https:'), previous: null, results: [] }));
