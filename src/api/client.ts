@@ -374,17 +374,36 @@ const MAX_PATH_SHOWN = 200;
 /** Deeper JSON than this is refused: the API's objects are a few levels deep, and deep recursion ends in a stack overflow. */
 export const MAX_JSON_DEPTH = 64;
 
-/** How deeply a parsed JSON value nests, counted without recursion, stopping past `limit`. */
-export function depthOf(value: unknown, limit: number): number {
+const NESTING = /["[\]{}]/g;
+
+/**
+ * How deeply a JSON text (one JSON.parse accepted) nests, stopping past `limit`: the brackets
+ * outside strings, found by a RegExp. It was a walk of the parsed value with an array per object
+ * (the 30 MB of a 200,000-record bundle list: some 1.2 million of them). Property-tested equal
+ * to the walk.
+ */
+export function depthOfText(text: string, limit: number): number {
+  let depth = 0;
   let max = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (d > max) max = d;
-    if (max > limit) return max;
-    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
-      if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
+  NESTING.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = NESTING.exec(text)) !== null) {
+    const c = text.charCodeAt(m.index);
+    if (c === 34 /* " */) {
+      // To the quote that ends the string: one after an even number of backslashes.
+      let from = m.index + 1;
+      for (;;) {
+        const q = text.indexOf('"', from);
+        if (q === -1) return max;
+        let backslashes = 0;
+        while (text.charCodeAt(q - 1 - backslashes) === 92) backslashes++;
+        if (backslashes % 2 === 0) { NESTING.lastIndex = q + 1; break; }
+        from = q + 1;
+      }
+    } else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > max && (max = depth) > limit) return max;
+    } else {
+      depth--;
     }
   }
   return max;
@@ -404,7 +423,7 @@ function parseAs<T>(shape: ResponseShape, call: Call, reply: Reply): T {
   if (reply.text.trim() === '') throw malformedError(endpointOf(call), 'the body is empty', reply.status);
   const value = parseJson(reply.text);
   if (value === NOT_JSON) throw malformedError(endpointOf(call), 'the body is not JSON', reply.status);
-  if (depthOf(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw malformedError(endpointOf(call), `the body nests deeper than ${MAX_JSON_DEPTH} levels`, reply.status);
+  if (depthOfText(reply.text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw malformedError(endpointOf(call), `the body nests deeper than ${MAX_JSON_DEPTH} levels`, reply.status);
   const problem = firstProblem(shape, value);
   if (problem) throw malformedError(endpointOf(call), problem, reply.status);
   return value as T;

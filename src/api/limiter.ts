@@ -1,6 +1,7 @@
 // Per-tenant adaptive concurrency (AIMD). The limit starts at `start` and moves between a floor
-// and a ceiling: one more request in flight after `limit` consecutive answers whose latency
-// held (additive increase), half as many after a 429 or a 5xx, three quarters after an answer
+// and a ceiling: until the first decrease one more request in flight per answer whose latency
+// held (slow start: it doubles each round trip), then one more after `limit` consecutive such
+// answers (additive increase), half as many after a 429 or a 5xx, three quarters after an answer
 // whose latency grew well past the best seen (multiplicative decrease). With 20 ms of latency a
 // fixed 8 in flight is a ceiling of 400 requests a second however fast the server is; a
 // rate-limited or struggling server gets fewer requests instead of the same burst again.
@@ -92,7 +93,9 @@ export class AimdLimiter {
     }
     if (this.limitNow >= this.max) return;
     this.successes++;
-    if (this.successes >= this.limitNow) {
+    // Slow start (as TCP's): until the first decrease, one more slot per answer that held, so the
+    // limit doubles every round trip (8 to 64 in three), then one more per round trip.
+    if (this.generation === 0 || this.successes >= this.limitNow) {
       this.limitNow++;
       this.successes = 0;
       this.drain();

@@ -138,10 +138,27 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
   // at a time: if one fails, what it depends on must stay (the check of each later one sees it).
   const hasDependencies = (ch: Chain): boolean => ch.changes.some((c) => c.kind === 'firmware'
     && (deps.live.tenants.get(c.tenant)?.firmwares.get(c.key) ?? []).some((r) => r.component_name === c.component_name && r.dependencies.length > 0));
+  // Except those of a component nothing depends on (no record read, no write of the plan names
+  // it in a dependency): whether they fail or not, no dependency check can change, so they go at
+  // once, before the others. One at a time, 80 such deactivations at 20 ms of latency were most
+  // of an apply of 12,000 changes.
+  const dependedOn = new Map<string, Set<string>>();
+  const componentsDependedOn = (tenant: string): Set<string> => {
+    let set = dependedOn.get(tenant);
+    if (set !== undefined) return set;
+    set = new Set();
+    for (const list of deps.live.tenants.get(tenant)?.firmwares.values() ?? []) for (const r of list) for (const d of r.dependencies) set.add(d.component_name);
+    for (const c of plan.changes) if (c.kind === 'firmware' && c.tenant === tenant) for (const d of c.body.dependencies) set.add(d.component_name);
+    dependedOn.set(tenant, set);
+    return set;
+  };
+  const nothingDependsOn = (ch: Chain): boolean => ch.changes.every((c) => c.kind === 'firmware' && !componentsDependedOn(c.tenant).has(c.component_name));
   const deactivations = chains.filter(isDeactivation);
+  const withDependencies = deactivations.filter(hasDependencies);
   const waves: { chains: Chain[]; oneByOne: boolean }[] = [
     { chains: chains.filter((ch) => !isDeactivation(ch)), oneByOne: false },
-    { chains: deactivations.filter(hasDependencies), oneByOne: true },
+    { chains: withDependencies.filter(nothingDependsOn), oneByOne: false },
+    { chains: withDependencies.filter((ch) => !nothingDependsOn(ch)), oneByOne: true },
     { chains: deactivations.filter((ch) => !hasDependencies(ch)), oneByOne: false },
   ];
   for (const wave of waves) {

@@ -435,6 +435,41 @@ describe('executePlan', () => {
     expect(api.puts).toEqual([]);
   });
 
+  it('deactivations of a component nothing depends on go at once; those of one something depends on, one at a time after them', async () => {
+    const run = async (failing?: string) => {
+      const api = fakeWith({ putFault: (v) => v === failing });
+      const modems = ['2.0.0', '2.1.0', '2.2.0', '2.3.0'];
+      for (const v of modems) api.addFirmware('acme', v, { dependencies: [{ component_name: 'boot', min_version: '1.1.0' }] }, 'b2');
+      api.addFirmware('acme', '1.1.0', { dependencies: [{ component_name: 'dsp', min_version: '1.0.0' }] }, 'b1');
+      api.addFirmware('acme', '1.0.9', { is_deactivated: true }, 'b1');
+      api.records.get('acme/1.1.0')!.component_name = 'boot';
+      api.records.get('acme/1.0.9')!.component_name = 'boot';
+      const off = (key: string, component: string, dependencies: FirmwareChange['body']['dependencies']): FirmwareChange => ({
+        tenant: 'acme', kind: 'firmware', op: 'update', key, component_name: component,
+        before: { is_deactivated: false }, after: { is_deactivated: true },
+        body: { is_deactivated: true, uncompressed_size: 1000, dependencies },
+      });
+      const plan = planOf([
+        off('1.1.0', 'boot', [{ component_name: 'dsp', min_version: '1.0.0' }]),
+        ...modems.map((v) => off(v, 'modem', [{ component_name: 'boot', min_version: '1.1.0' }])),
+      ]);
+      const report = await executePlan(plan, deps(api));
+      return { api, report };
+    };
+    const { api, report } = await run();
+    expect(report.results.every((r) => r.status === 'applied')).toBe(true);
+    // The modems at once (nothing depends on modem), then boot, which the modems depend on.
+    expect(api.maxInFlight).toBeGreaterThan(1);
+    expect(api.puts[api.puts.length - 1]).toBe('acme/1.1.0');
+    // One modem stays active (its deactivation failed): boot 1.1.0, the last boot it can use, stays.
+    const failed = await run('2.2.0');
+    const byKey = new Map(failed.report.results.map((r) => [r.change.key, r]));
+    expect(byKey.get('2.2.0')!.status).toBe('failed');
+    expect(byKey.get('1.1.0')!.status).toBe('failed');
+    expect(byKey.get('1.1.0')!.message).toMatch(/firmware 1\.1\.0 was not deactivated: the plan counted on firmware 2\.2\.0/);
+    expect(failed.api.puts).not.toContain('acme/1.1.0');
+  });
+
   it('a PUT decided on a read is not sent when the lock was taken over meanwhile', async () => {
     const api = fakeWith({});
     let checks = 0;
