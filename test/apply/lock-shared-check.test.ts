@@ -6,10 +6,11 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type * as FsPromises from 'node:fs/promises';
 
 const gate = vi.hoisted(() => ({ hold: false, waiting: [] as Array<() => void>, calls: 0 }));
 vi.mock('node:fs/promises', async (importOriginal) => {
-  const real = await importOriginal<typeof import('node:fs/promises')>();
+  const real = await importOriginal<typeof FsPromises>();
   return {
     ...real,
     lstat: async (...args: Parameters<typeof real.lstat>) => {
