@@ -76,6 +76,8 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
     env: process.env, log, insecureHttp: globals.insecureHttp, caFile: globals.caFile, ...connectConcurrency(concurrency), limits: apiLimitFlags(globals), ...hooks,
   };
   const ahead = opts.readAhead === false ? undefined : await readAhead(config, filter, connectOptions);
+  // git runs while the files load (a process of its own: tens of milliseconds in a real repository).
+  const revisionRead = desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
   let desired;
   try {
     // The actions the files declare are read as the loader meets them.
@@ -87,7 +89,7 @@ export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptio
   const loaded = performance.now();
   const rssLoaded = process.memoryUsage.rss();
   const pagesAhead = pagesRead;
-  const revision = await desiredRevision(config, { onAbsent: (why) => log.debug(`no git revision for the desired state: ${why}`) });
+  const revision = await revisionRead;
   const progress = liveProgress(desired);
   current.progress = progress;
   const tenants = tenantsOf(desired);
