@@ -404,7 +404,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         // A deactivation is written only after a full read: its dependency check needs the
         // tenant as it is now (another actor may have deactivated what satisfied it), and the
         // view holds only what the edits touched since the last full read.
-        const deactivates = after?.changes.some((c) => c.kind === 'firmware' && c.body.is_deactivated === true && c.before.is_deactivated !== undefined) === true;
+        const deactivates = after?.changes.some((c) => c.kind === 'firmware' && c.after.is_deactivated === true) === true;
         if (deactivates) opts.log.debug('reading everything: the plan deactivates firmware');
         if (targeted && !deactivates && view?.key === viewKey) {
           const targets = refreshTargetsOf(after?.changes ?? [], pending);

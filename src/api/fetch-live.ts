@@ -65,9 +65,15 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, opts: 
   // The other lists still read their next page while the index takes one.
   const own = prefetchBundles(client, names.filter((n) => wanted.get(n)!.versions.size > 0 && !early.has(n)), { maxHeld: 1 });
   try {
-    const tenants = await Promise.all(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, {
+    const settled = await Promise.allSettled(clients.map((c) => fetchTenant(c, wanted.get(c.tenant)!, {
       ...opts, signal, prefetched: own, early: early.get(c.tenant), earlyActions: opts.ahead?.takeActions(c.tenant, signal),
     }, budget)));
+    // When several tenants fail, the first one by name is said, whichever failed first: the same
+    // error for the same answers, however the timing goes.
+    const tenants = settled.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      return r.value;
+    });
     return { tenants: new Map(names.map((name, i) => [name, tenants[i]!])) };
   } finally {
     clearTimeout(timer);

@@ -133,7 +133,9 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
   // Deactivations go last, once every other write of the plan is done: the dependency check of
   // the plan may count on an activation (or a dependency change) of the same run, and if that
   // was not applied, the deactivation is checked again against what was (checkDeactivation).
-  const isDeactivation = (ch: Chain): boolean => ch.changes.every((c) => c.kind === 'firmware' && c.body.is_deactivated === true && c.before.is_deactivated !== undefined);
+  // A deactivation is a change whose `after` sets is_deactivated to true: from false, and from a
+  // live value that is unknown (null counts as active; `before` then has no is_deactivated).
+  const isDeactivation = (ch: Chain): boolean => ch.changes.every((c) => c.kind === 'firmware' && c.after.is_deactivated === true);
   // Among the deactivations, those of firmware that has dependencies of its own go first and one
   // at a time: if one fails, what it depends on must stay (the check of each later one sees it).
   const hasDependencies = (ch: Chain): boolean => ch.changes.some((c) => c.kind === 'firmware'
@@ -178,7 +180,7 @@ export async function executePlan(plan: Plan, deps: ExecutorDeps): Promise<Apply
  * through with --allow-broken-dependencies are not checked again.
  */
 function checkDeactivation(c: FirmwareChange, run: Run, plan: Plan): string | undefined {
-  if (c.body.is_deactivated !== true || c.before.is_deactivated === undefined) return undefined;
+  if (c.after.is_deactivated !== true) return undefined;
   if ((plan.broken_dependencies ?? []).some((b) => b.tenant === c.tenant && b.key === c.key)) return undefined;
   // Deactivations run one at a time, after every other write: what was missed so far (another
   // write, or a deactivation before this one, that was not applied), and with it what stays

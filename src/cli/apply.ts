@@ -1,6 +1,7 @@
 // `dus-sync apply [PLANFILE]`: plan (or load a saved plan), ask, apply, verify.
 import { createInterface } from 'node:readline/promises';
-import type { ApplyReport, Change, ChangeResult, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
+import type { ApplyReport, Change, ChangeResult, DesiredState, FirmwareChange, LiveState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
+import { dependentsLeft, unsatisfiedAfter } from '../core/plan.js';
 import { assemble, readParsedFiles, type LoadFilter } from '../load/index.js';
 import { ConfigError, UserError } from '../errors.js';
 import {
@@ -173,6 +174,15 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       if (stale.length > 0) {
         throw new UserError(`plan is stale: ${stale.join('; ')}; nothing was written. Run dus-sync plan again`);
       }
+      // The fingerprints cover the declared objects only: another actor may since have made a
+      // firmware depend on one the plan deactivates, or deactivated what the plan counted on.
+      // The dependency check is made again on these reads (--allow-broken-dependencies lets it go).
+      if (opts.allowBrokenDependencies !== true) {
+        const broken = brokenBySavedDeactivations(saved, live);
+        if (broken.length > 0) {
+          throw new UserError(`plan is stale: ${broken.join('; ')}, on the reads of now; nothing was written. Run dus-sync plan again (or pass --allow-broken-dependencies)`);
+        }
+      }
       showPlan(saved, opts, globals);
       enforceSafety(saved, config, opts);
       refuseOutsideWindows(saved, config, opts, log);
@@ -191,12 +201,31 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
   }
 }
 
+/** What the saved plan's deactivations would leave unsatisfied on `live`, with all its firmware writes applied, in words. */
+function brokenBySavedDeactivations(saved: SavedPlan, live: LiveState): string[] {
+  const firmware = saved.changes.filter((c): c is FirmwareChange => c.kind === 'firmware');
+  const out: string[] = [];
+  for (const tenant of [...new Set(firmware.filter((c) => c.after.is_deactivated === true).map((c) => c.tenant))].sort()) {
+    const unsatisfied = unsatisfiedAfter(tenant, live, firmware.filter((c) => c.tenant === tenant));
+    for (const c of firmware) {
+      if (c.tenant !== tenant || c.after.is_deactivated !== true) continue;
+      const lost = dependentsLeft(c, unsatisfied);
+      if (lost.length > 0) out.push(`deactivating firmware ${c.key} in ${tenant} leaves no active firmware to satisfy ${lost.slice(0, 3).join(', ')}${lost.length > 3 ? ` and ${lost.length - 3} more` : ''}`);
+    }
+  }
+  return out;
+}
+
 /** The objects a saved plan read, as a desired state, so that exactly those are fetched again. */
 function desiredFromFingerprints(saved: SavedPlan): DesiredState {
   const source = { file: '(saved plan)', line: 1, column: 1 };
+  // A firmware the plan deactivates is declared so: the read then keeps what the dependency
+  // check needs (the tenant's dependents and the highest versions of each component).
+  const deactivated = new Set(saved.changes.filter((c) => c.kind === 'firmware' && c.after.is_deactivated === true).map((c) => `${c.tenant}\0${c.key}`));
   return {
     firmwares: saved.live_fingerprints.filter((f) => f.kind === 'firmware').map((f) => ({
-      kind: 'firmware' as const, tenant: f.tenant, labels: {}, source, spec: { version_number: f.key },
+      kind: 'firmware' as const, tenant: f.tenant, labels: {}, source,
+      spec: { version_number: f.key, ...(deactivated.has(`${f.tenant}\0${f.key}`) ? { is_deactivated: true } : {}) },
     })),
     actions: saved.live_fingerprints.filter((f) => f.kind === 'action').map((f) => ({
       kind: 'action' as const, tenant: f.tenant, labels: {}, source, id: Number(f.key), phases: [],

@@ -93,17 +93,28 @@ describe('AimdLimiter', () => {
 });
 
 describe('AimdLimiter between a floor and a ceiling, on latency', () => {
-  it('starts at the start, grows while latency holds, up to the ceiling and not beyond', () => {
-    const l = new AimdLimiter(8, { min: 2, max: 12 });
+  it('starts at the start, grows while latency holds (one per answer until the first decrease, then one per round), up to the ceiling and not beyond', () => {
+    const l = new AimdLimiter(8, { min: 2, max: 64 });
+    expect(l.limit).toBe(8);
+    // Slow start: one more per answer that held, so a round of 8 answers doubles it.
+    for (let i = 0; i < 8; i++) l.onSuccess(20);
+    expect(l.limit).toBe(16);
+    // After a decrease, one more per `limit` answers that held.
+    l.onServerError();
     expect(l.limit).toBe(8);
     for (let i = 0; i < 8; i++) l.onSuccess(20);
     expect(l.limit).toBe(9);
-    for (let i = 0; i < 200; i++) l.onSuccess(21);
-    expect(l.limit).toBe(12);
+    for (let i = 0; i < 8; i++) l.onSuccess(20);
+    expect(l.limit).toBe(9);
+    for (let i = 0; i < 2000; i++) l.onSuccess(21);
+    expect(l.limit).toBe(64);
+    const capped = new AimdLimiter(8, { max: 12 });
+    for (let i = 0; i < 200; i++) capped.onSuccess(21);
+    expect(capped.limit).toBe(12);
   });
 
   it('an answer much slower than the best seen takes the limit to three quarters, once per epoch', () => {
-    const l = new AimdLimiter(16, { max: 64 });
+    const l = new AimdLimiter(16, { max: 16 });
     l.onSuccess(20);
     const started = l.epoch;
     // 2 × 20 ms + 10 ms of slack still holds; 51 ms does not.

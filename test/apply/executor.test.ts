@@ -419,6 +419,26 @@ describe('executePlan', () => {
     expect(ok.api.puts).toEqual(['acme/1.2.0', 'acme/1.1.0']);
   });
 
+  it('a deactivation of a record whose live is_deactivated is unknown (null: active) is checked again like any other', async () => {
+    const api = fakeWith({ putFault: (v) => v === '1.2.0' });
+    api.addFirmware('acme', '1.1.0', { is_deactivated: null as unknown as boolean }, 'b1');
+    api.addFirmware('acme', '1.2.0', { is_deactivated: true }, 'b1');
+    api.addFirmware('acme', '2.0.0', { dependencies: [{ component_name: 'boot', min_version: '1.1.0' }] }, 'b2');
+    api.records.get('acme/1.1.0')!.component_name = 'boot';
+    api.records.get('acme/1.2.0')!.component_name = 'boot';
+    const plan = planOf([
+      // null live: the plan's before has no is_deactivated, its after says true.
+      { tenant: 'acme', kind: 'firmware', op: 'update', key: '1.1.0', component_name: 'boot', before: {}, after: { is_deactivated: true },
+        body: { is_deactivated: true, uncompressed_size: 1000, dependencies: [] } },
+      { tenant: 'acme', kind: 'firmware', op: 'update', key: '1.2.0', component_name: 'boot', before: { is_deactivated: true }, after: { is_deactivated: false },
+        body: { is_deactivated: false, uncompressed_size: 1000, dependencies: [] } },
+    ]);
+    const report = await executePlan(plan, deps(api));
+    expect(report.results.map((r) => `${r.change.key}:${r.status}`)).toEqual(['1.1.0:failed', '1.2.0:failed']);
+    expect(report.results[0]!.message).toMatch(/firmware 1\.1\.0 was not deactivated: the plan counted on firmware 1\.2\.0/);
+    expect(api.puts).not.toContain('acme/1.1.0');
+  });
+
   it('when deactivating a dependent fails, what it depends on is not deactivated after it', async () => {
     const api = fakeWith({ putFault: (v) => v === '2.0.0' });
     api.addFirmware('acme', '1.1.0', {}, 'b1');
