@@ -1,7 +1,7 @@
 // `dus-sync validate`: the schema and semantic checks, offline and without any API key.
 import { ConfigError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
-import { assemble, readParsedFiles } from '../load/index.js';
+import { loadAssembled } from '../load/index.js';
 import { checkSelection } from '../load/selection.js';
 import { safeText } from '../core/render/ansi.js';
 import { configEnv, paint, parseSelector, useColor, type GlobalOptions } from './context.js';
@@ -16,15 +16,15 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions,
   let documents = 0;
   try {
     const config = await resolveConfig({ config: globals.config, dir: globals.dir, cwd: process.cwd(), env: configEnv(globals) });
-    const parsed = await readParsedFiles(config);
     const filter = { tenants: globals.tenant, selector: parseSelector(globals.selector) };
-    // Only the issues are shown: the desired state is not sorted.
-    const result = assemble(parsed, config, filter, { sorted: false });
+    // Only the issues are shown: each file is checked as it is parsed, and neither its parse
+    // nor its objects are kept (the desired state is neither kept nor sorted).
+    const { result, facts } = await loadAssembled(config, filter, { sorted: false, keepObjects: false });
     issues = result.issues;
-    files = parsed.length;
+    files = facts.files;
     // Valid files that hold nothing the flags ask for are an error, not "0 files: valid".
-    if (issues.length === 0) checkSelection(parsed, config, filter);
-    documents = parsed.reduce((n, f) => n + f.documents.length, 0);
+    if (issues.length === 0) checkSelection(facts, config, filter);
+    documents = facts.documents ?? 0;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     issues = err.issues;

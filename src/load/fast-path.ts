@@ -31,19 +31,85 @@ function loadJsYaml(): JsYaml | null {
   return jsYaml;
 }
 
-/** Anchors, aliases, tags, directives and merge keys: left to the yaml path and its guards. */
-const SPECIAL = /(^|[\s[{,:-])[&*!][^\s]|^%|<</m;
+/**
+ * Anchors, aliases, tags, directives and merge keys: left to the yaml path and its guards.
+ * hasSpecial(text) is SPECIAL.test(text) (property-tested equal): the RegExp, whose alternatives
+ * start with a class, tried a match at every character (4% of validate's time at 200,000
+ * documents); indexOf finds the few candidate characters, which clean files mostly lack.
+ */
+export const SPECIAL = /(^|[\s[{,:-])[&*!][^\s]|^%|<</m;
+const WS = /\s/;
+
+/** Whether a UTF-16 code unit is one /\s/ matches (every such unit beyond ASCII is U+00A0 or above). */
+function isWs(code: number): boolean {
+  return code <= 32 ? code === 32 || (code >= 9 && code <= 13) : code >= 0xa0 && WS.test(String.fromCharCode(code));
+}
+
+export function hasSpecial(text: string): boolean {
+  if (text.includes('<<')) return true;
+  for (const ch of ['&', '*', '!']) {
+    for (let i = text.indexOf(ch); i >= 0; i = text.indexOf(ch, i + 1)) {
+      if (i + 1 >= text.length || isWs(text.charCodeAt(i + 1))) continue;
+      if (i === 0) return true;
+      const p = text.charCodeAt(i - 1);
+      // [\s[{,:-] before it (a line start is after \n or \r, both \s)
+      if (p === 91 || p === 123 || p === 44 || p === 58 || p === 45 || isWs(p)) return true;
+    }
+  }
+  // ^% with the m flag: at the start or after a line terminator (\n, \r, U+2028, U+2029).
+  for (let i = text.indexOf('%'); i >= 0; i = text.indexOf('%', i + 1)) {
+    if (i === 0) return true;
+    const p = text.charCodeAt(i - 1);
+    if (p === 10 || p === 13 || p === 0x2028 || p === 0x2029) return true;
+  }
+  return false;
+}
 const SEPARATOR = /^---[ \t]*(#.*)?$/;
 
 /**
- * A document's lines: lines[start..end) of the file's lines, shared by all its documents (a
- * copy per document was most of the fast path's garbage).
+ * A file's lines, sliced from its text when asked for: a split of every file into lines was a
+ * third of the fast path's own time and most of its garbage, and only a few lines of a document
+ * are ever read (its first, its separator, the lines down to its identity).
  */
+class Lines {
+  /** starts[i]: the offset of line i; one more entry, text.length + 1, ends the last. */
+  readonly starts: number[];
+  readonly length: number;
+  constructor(readonly text: string, private readonly crlf: boolean) {
+    const starts: number[] = [];
+    let pos = 0;
+    for (;;) {
+      starts.push(pos);
+      const nl = text.indexOf('\n', pos);
+      if (nl < 0) break;
+      pos = nl + 1;
+    }
+    this.length = starts.length;
+    starts.push(text.length + 1);
+    this.starts = starts;
+  }
+
+  /** Line i as text.split('\n')[i] gives it, without a trailing \r when the file has any \r. */
+  at(i: number): string {
+    const from = this.starts[i]!;
+    let to = this.starts[i + 1]! - 1;
+    if (this.crlf && to > from && this.text.charCodeAt(to - 1) === 13) to--;
+    return this.text.slice(from, to);
+  }
+
+  /** The first code unit of line i (NaN for an empty last line). */
+  firstCode(i: number): number {
+    const from = this.starts[i]!;
+    return from < this.text.length ? this.text.charCodeAt(from) : NaN;
+  }
+}
+
+/** A document's lines: lines [start..end) of its file, whose lines all its documents share. */
 interface Region {
   /** 0-based line index of the first content line. */
   readonly first: number;
   /** The file's lines. */
-  readonly lines: readonly string[];
+  readonly lines: Lines;
   /** 0-based index of the region's first line in the file (a separator's next line). */
   readonly start: number;
   /** 0-based index past the region's last line. */
@@ -93,7 +159,7 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
   const raw = file.text;
   if (raw.length > (config.reading?.maxFileBytes ?? MAX_FILE_BYTES) || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
-  if (SPECIAL.test(text)) return undefined;
+  if (hasSpecial(text)) return undefined;
   const regions = contentRegions(text);
   if (!regions) return undefined;
   let values: unknown[];
@@ -116,30 +182,36 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
 
 /** The documents' line ranges, or undefined when the layout is anything but plain `---` lines. */
 function contentRegions(text: string): Region[] | undefined {
-  const split = text.split('\n');
-  const lines = text.includes('\r') ? split.map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l)) : split;
+  const lines = new Lines(text, text.includes('\r'));
   const regions: Region[] = [];
   let start = 0;
   const close = (end: number): boolean => {
     let first = start;
-    while (first < end && isBlankOrComment(lines[first]!)) first++;
+    while (first < end && isBlankOrComment(lines.at(first))) first++;
     if (first < end) {
       // Content must start at column 1, as yaml's documents do in every file we accept here.
-      if (startsWithSpace(lines[first]!)) return false;
+      if (startsWithSpace(lines.at(first))) return false;
       regions.push({ first, lines, start, end });
     }
     return true;
   };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (line.charCodeAt(0) === 45 /* - */ && SEPARATOR.test(line)) {
-      if (!close(i)) return undefined;
-      start = i + 1;
-    } else if (line.startsWith('---') || line.startsWith('...')) {
+  const n = lines.length;
+  for (let i = 0; i < n; i++) {
+    // Only a line that starts with - or . can be a separator or a document marker.
+    const c = lines.firstCode(i);
+    if (c === 45 /* - */) {
+      const line = lines.at(i);
+      if (SEPARATOR.test(line)) {
+        if (!close(i)) return undefined;
+        start = i + 1;
+      } else if (line.startsWith('---')) {
+        return undefined;
+      }
+    } else if (c === 46 /* . */ && text.startsWith('...', lines.starts[i])) {
       return undefined;
     }
   }
-  return close(lines.length) ? regions : undefined;
+  return close(n) ? regions : undefined;
 }
 
 function isBlankOrComment(line: string): boolean {
@@ -153,7 +225,7 @@ function isBlankOrComment(line: string): boolean {
 /** The line index of the document's block `spec:` line, or -1. */
 function specLine(region: Region): number {
   for (let i = region.start; i < region.end; i++) {
-    const line = region.lines[i]!;
+    const line = region.lines.at(i);
     if (line.startsWith('spec:') && SPEC_LINE.test(line)) return i;
   }
   return -1;
@@ -192,7 +264,7 @@ function phaseLocations(region: Region, count: number, file: string): SourceLoca
   let keyIndent: number | undefined;
   let phasesLine = -1;
   for (let i = spec + 1; i < region.end; i++) {
-    const line = lines[i]!;
+    const line = lines.at(i);
     if (isBlankOrComment(line)) continue;
     const indent = leadingSpaces(line);
     if (indent === 0) break;
@@ -204,7 +276,7 @@ function phaseLocations(region: Region, count: number, file: string): SourceLoca
   const found: SourceLocation[] = [];
   let itemIndent: number | undefined;
   for (let i = phasesLine + 1; i < region.end; i++) {
-    const line = lines[i]!;
+    const line = lines.at(i);
     if (isBlankOrComment(line)) continue;
     const indent = leadingSpaces(line);
     if (indent < keyIndent || (indent === keyIndent && !line.startsWith('-', indent))) break;
@@ -244,7 +316,7 @@ function identityLocation(region: Region, field: string, file: string): SourceLo
   let indent: string | undefined;
   const re = identityLine(field);
   for (let i = spec + 1; i < region.end; i++) {
-    const line = lines[i]!;
+    const line = lines.at(i);
     if (isBlankOrComment(line)) continue;
     if (!startsWithSpace(line)) break;
     const lead = leadingWhitespace(line);

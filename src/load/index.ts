@@ -285,6 +285,12 @@ export interface AssembleOptions {
   readonly sorted?: boolean;
   /** Told each object the desired state takes (past the filter, not a duplicate), as its file is assembled: plan starts reading its actions then. */
   readonly onObject?: (o: DesiredObject) => void;
+  /**
+   * false: the objects are checked (duplicates, windows) but not kept, and the desired state
+   * comes back empty: validate shows only the issues, and keeping 200,000 objects it never reads
+   * was most of its garbage collection.
+   */
+  readonly keepObjects?: boolean;
 }
 
 /** assemble, one file at a time, in path order: what plan keeps of a file is its objects, not its parse. */
@@ -307,6 +313,7 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
   const windowTenants = config.windows?.some((w) => w.tenants !== undefined) === true;
   const tenants = new Set<string>();
   let lastPath: string | undefined;
+  const keep = opts.keepObjects !== false;
   return {
     add(f) {
       // The first definition of an identity is the one in the first file in path order.
@@ -337,6 +344,7 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
         }
         const o = d.object;
         if (!o || duplicate || !included(o, filter)) continue;
+        if (!keep) continue;
         if (o.kind === 'firmware') firmwares.push(o);
         else actions.push(o);
         opts.onObject?.(o);
@@ -452,6 +460,8 @@ export interface SelectionFacts {
   readonly files: number;
   /** Files with at least one document. */
   readonly withDocuments: number;
+  /** Documents in all (valid or not). */
+  readonly documents?: number;
   /** Every valid document's object, whatever the filter; only when the filter names tenants or labels. */
   readonly objects?: readonly DesiredObject[];
 }
@@ -469,14 +479,16 @@ export async function loadAssembled(config: ResolvedConfig, filter?: LoadFilter,
   const a = assembler(config, filter, opts);
   let files = 0;
   let withDocuments = 0;
+  let documents = 0;
   const objects: DesiredObject[] | undefined = filters(filter) ? [] : undefined;
   await eachParsedFile(config, (f) => {
     a.add(f);
     files += 1;
+    documents += f.documents.length;
     if (f.documents.length > 0) withDocuments += 1;
     if (objects !== undefined) for (const d of f.documents) if (d.object) objects.push(d.object);
   });
-  return { result: a.finish(), facts: { files, withDocuments, ...(objects !== undefined ? { objects } : {}) } };
+  return { result: a.finish(), facts: { files, withDocuments, documents, ...(objects !== undefined ? { objects } : {}) } };
 }
 
 /** How long loading runs before the event loop gets a turn. */

@@ -45,7 +45,7 @@ export function checkNotEmpty(files: readonly ParsedFile[] | SelectionFacts, con
   }
 }
 
-/** The facts of parsed files (validate and watch keep the parses; plan and apply keep only the facts). */
+/** The facts of parsed files (watch keeps the parses; validate, plan and apply keep only the facts). */
 function factsOf(files: readonly ParsedFile[] | SelectionFacts, filter: LoadFilter | undefined): SelectionFacts {
   if (!Array.isArray(files)) return files as SelectionFacts;
   const list = files as readonly ParsedFile[];

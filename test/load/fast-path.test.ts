@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fastParseFile } from '../../src/load/fast-path.js';
+import { fastParseFile, hasSpecial, SPECIAL } from '../../src/load/fast-path.js';
 import { parseFileWithYaml } from '../../src/load/index.js';
 import type { ResolvedConfig } from '../../src/model/index.js';
 
@@ -88,8 +88,11 @@ describe('fast path', () => {
       return `${comment}apiVersion: dus-sync/v1\nkind: ${kind}\nmetadata:\n${tenant || '  labels: { a: b }\n'}spec:\n${spec}${ph}`;
     });
     let taken = 0;
-    fc.assert(fc.property(fc.array(doc, { minLength: 1, maxLength: 3 }), fc.boolean(), (docs, crlf) => {
-      let text = docs.join('---\n');
+    // Separators as files write them, and lines that only look like one (the fast path reads a
+    // file's lines where they start, without splitting it).
+    const separator = fc.constantFrom('---\n', '---\n', '--- # next\n', '---\t\n', '\n---\n', '# x\n---\n', '...\n---\n', '---x\n', '- \n---\n', '.\n---\n');
+    fc.assert(fc.property(fc.array(doc, { minLength: 1, maxLength: 3 }), fc.boolean(), separator, fc.constantFrom('', '\n', '---\n', '# end'), (docs, crlf, sep, tail) => {
+      let text = docs.join(sep) + tail;
       if (crlf) text = text.replace(/\n/g, '\r\n');
       const { fast, slow } = both('gen.yaml', text);
       if (fast) {
@@ -99,5 +102,16 @@ describe('fast path', () => {
       if (slow.issues.length > 0) expect(fast).toBeUndefined();
     }), { numRuns: 300 });
     expect(taken).toBeGreaterThan(20);
+  });
+
+  it('finds anchors, aliases, tags, directives and merge keys exactly where the RegExp does (property)', () => {
+    const text = fc.array(fc.constantFrom('&', '*', '!', '%', '<', '<<', ' ', '\t', '\n', '\r', '\u2028', '\u00a0', '\ufeff', '[', '{', ',', ':', '-', 'a', 'x: ', '\n- ', '\ud800'), { maxLength: 12 })
+      .map((parts) => parts.join(''));
+    fc.assert(fc.property(text, (t) => {
+      expect(hasSpecial(t), JSON.stringify(t)).toBe(SPECIAL.test(t));
+    }), { numRuns: 5000 });
+    for (const t of ['&a', ' *a', 'x: !tag', '%YAML', 'a\n%b', 'a\r%b', '<<: *x', 'a&b', 'a & b', '& ', 'a\u2028!x', '{*a}', '-&a', 'a%', '*']) {
+      expect(hasSpecial(t), JSON.stringify(t)).toBe(SPECIAL.test(t));
+    }
   });
 });
