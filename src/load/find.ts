@@ -29,6 +29,8 @@ export interface Found {
   readonly entries: readonly string[];
   /** Paths relative to `base` to report whatever the globs say: links to folders that were not walked. */
   readonly unwalked: readonly string[];
+  /** The entries the listing saw as regular files (readdir's file type: not links, not FIFOs). */
+  readonly regular: ReadonlySet<string>;
 }
 
 export interface Scope {
@@ -84,6 +86,7 @@ export function findCandidates(opts: FindOptions): Found {
   const negatives = opts.patterns.filter((p) => p.startsWith('!')).map((p) => p.slice(1));
   const excluded = negatives.length > 0 ? picomatch(negatives, { dot: false }) : () => false;
   const entries = new Set<string>();
+  const regular = new Set<string>();
   const unwalked = new Set<string>();
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
@@ -114,6 +117,7 @@ export function findCandidates(opts: FindOptions): Found {
           pending.push({ path, depth });
         } else {
           entries.add(path); // files, FIFOs, devices, sockets: the globs decide, the reader refuses
+          if (d.isFile()) regular.add(path);
         }
       }
     };
@@ -156,5 +160,5 @@ export function findCandidates(opts: FindOptions): Found {
     walk(scope.dir, real, scope.depth);
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth);
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort() };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular };
 }

@@ -156,6 +156,16 @@ export function selectResourcePaths(paths: readonly string[], config: ResolvedCo
 
 /** Every desired-state file, relative to config.dir with posix separators, sorted. */
 export async function listResourceFiles(config: ResolvedConfig): Promise<string[]> {
+  return (await listWithTypes(config)).paths;
+}
+
+interface Listed {
+  readonly paths: string[];
+  /** Those of `paths` the listing saw as regular files: read without an lstat first (src/load/read-file.ts). */
+  readonly regular: ReadonlySet<string>;
+}
+
+async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   try {
     const st = await stat(config.dir);
     if (!st.isDirectory()) throw new UserError(`${config.dir} is not a folder; --dir takes the folder of the desired-state files`);
@@ -165,11 +175,14 @@ export async function listResourceFiles(config: ResolvedConfig): Promise<string[
   }
   const { base, patterns, under } = resourceScope(config);
   const found = findCandidates({ base, realRoot: repositoryRoot(config), patterns, under, followExternalSymlinks: readPolicy(config).followExternalSymlinks });
-  const fromDir = (p: string): string => (base === config.dir && isPlainRelative(p) ? p : toPosix(relative(config.dir, join(base, p))));
+  const same = base === config.dir;
+  const fromDir = (p: string): string => (same && isPlainRelative(p) ? p : toPosix(relative(config.dir, join(base, p))));
   // Links to folders that were not walked are listed too, so that reading them reports why.
   const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
   const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
-  return [...selected].sort();
+  const regular = new Set<string>();
+  for (const p of found.regular) regular.add(fromDir(p));
+  return { paths: [...selected].sort(), regular };
 }
 
 // ---------------------------------------------------------------- parsing one file
@@ -443,7 +456,9 @@ export async function readParsedFiles(config: ResolvedConfig, paths?: readonly s
 
 /** readParsedFiles, each file given to `onFile` as it is parsed (in path order) and not kept. */
 export async function eachParsedFile(config: ResolvedConfig, onFile: (file: ParsedFile) => void, paths?: readonly string[]): Promise<void> {
-  const list = paths ?? await listResourceFiles(config);
+  let list = paths;
+  let regular: ReadonlySet<string> | undefined;
+  if (list === undefined) ({ paths: list, regular } = await listWithTypes(config));
   const root = repositoryRoot(config);
   let turn = performance.now();
   for (let i = 0; i < list.length; i++) {
@@ -451,7 +466,8 @@ export async function eachParsedFile(config: ResolvedConfig, onFile: (file: Pars
       await new Promise<void>((resolve) => setImmediate(resolve));
       turn = performance.now();
     }
-    onFile(readParsedFile(config, list[i]!, root));
+    const path = list[i]!;
+    onFile(readParsedFile(config, path, root, regular?.has(path) === true));
   }
 }
 
@@ -500,9 +516,9 @@ const TURN_MS = 4;
  * link that leaves the repository unless --follow-external-symlinks; anything else becomes an
  * issue at the file's first line, never a hang or an exception.
  */
-export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config)): ParsedFile {
+export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false): ParsedFile {
   const policy = readPolicy(config);
-  const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks });
+  const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks, listedRegular });
   if (!read.ok) {
     const shown = displayPath(config, path);
     return { path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message: read.message }] };

@@ -1,0 +1,41 @@
+// readRegularFile with `listedRegular` (the folder's listing said "regular file", so no lstat
+// comes first): whatever is found there by the time it is read (something swapped in since the
+// listing), the answer is exactly the one the lstat-first path gives.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readRegularFile } from '../../src/load/read-file.js';
+
+const dir = realpathSync(mkdtempSync(join(tmpdir(), 'dus-read-')));
+const root = join(dir, 'repo');
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('readRegularFile after a listing', () => {
+  mkdirSync(join(root, 'sub'), { recursive: true });
+  writeFileSync(join(root, 'plain.yaml'), 'kind: Firmware\n');
+  writeFileSync(join(root, 'big.yaml'), 'x'.repeat(2048));
+  writeFileSync(join(dir, 'outside.yaml'), 'secret: outside\n');
+  symlinkSync(join(dir, 'outside.yaml'), join(root, 'out-link.yaml'));
+  symlinkSync(join(root, 'plain.yaml'), join(root, 'in-link.yaml'));
+  symlinkSync(join(root, 'nowhere.yaml'), join(root, 'dangling.yaml'));
+  execFileSync('mkfifo', [join(root, 'pipe.yaml')]);
+
+  const cases = ['plain.yaml', 'big.yaml', 'out-link.yaml', 'in-link.yaml', 'dangling.yaml', 'pipe.yaml', 'sub', 'gone.yaml'];
+  it.each(cases)('%s: the same answer with and without the listing', (name) => {
+    const opts = { maxBytes: 1024, root };
+    const long = readRegularFile(join(root, name), opts);
+    const listed = readRegularFile(join(root, name), { ...opts, listedRegular: true });
+    expect(listed).toEqual(long);
+  });
+
+  it('reads a regular file, refuses one over the limit, and never follows a link out of the repository', () => {
+    expect(readRegularFile(join(root, 'plain.yaml'), { maxBytes: 1024, root, listedRegular: true })).toEqual({ ok: true, text: 'kind: Firmware\n' });
+    expect(readRegularFile(join(root, 'big.yaml'), { maxBytes: 1024, root, listedRegular: true })).toMatchObject({ ok: false, tooLarge: true });
+    const out = readRegularFile(join(root, 'out-link.yaml'), { maxBytes: 1024, root, listedRegular: true });
+    expect(out.ok).toBe(false);
+    expect(JSON.stringify(out)).not.toContain('secret');
+    expect(readRegularFile(join(root, 'pipe.yaml'), { maxBytes: 1024, root, listedRegular: true })).toMatchObject({ ok: false, message: expect.stringContaining('named pipe') });
+  });
+});
