@@ -79,7 +79,51 @@ export function containsSecret(text: string): boolean {
  */
 export function redactDeep<T>(value: T, onFound?: (path: string) => void): T {
   if (secrets.size === 0) return value;
+  if (typeof value === 'object' && value !== null && holdsNoKey(value)) return value;
   return walk(value, [], onFound ?? (() => undefined), 0) as T;
+}
+
+/** A character with which redact starts decoding (percent, backslash and HTML escapes). */
+const ESCAPE_START = /[%\\&]/;
+
+/**
+ * Whether no string of the value (nor any object or Map key) holds a key, decided by one search
+ * over all of them as one text, one per line, as walk would read them: without a character
+ * that starts an escape, redact searches a string as it is written, so a key walk would find
+ * stands in that text too (a hit across two lines, an escape character, a value deeper than walk
+ * goes: false, and walk decides). A plan of 10,000 changes was 13,000 searches and an object
+ * per property; now one search of the text.
+ */
+function holdsNoKey(value: object): boolean {
+  const strings: string[] = [];
+  const gather = (v: unknown, depth: number): boolean => {
+    if (typeof v === 'string') { strings.push(v); return true; }
+    if (v === null || typeof v !== 'object' || v instanceof Error) return true;
+    if (depth > MAX_DEPTH) return false;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) if (!gather(v[i], depth + 1)) return false;
+      return true;
+    }
+    if (v instanceof Map) {
+      for (const [k, x] of v) {
+        if (typeof k === 'string') strings.push(k);
+        if (!gather(x, depth + 1)) return false;
+      }
+      return true;
+    }
+    if (v instanceof Set) {
+      for (const x of v) if (!gather(x, depth + 1)) return false;
+      return true;
+    }
+    for (const k of Object.keys(v)) {
+      strings.push(k);
+      if (!gather((v as Record<string, unknown>)[k], depth + 1)) return false;
+    }
+    return true;
+  };
+  if (!gather(value, 0)) return false;
+  const text = strings.join('\n');
+  return !ESCAPE_START.test(text) && !containsSecret(text);
 }
 
 /** Deep copy with every registered secret replaced, for objects that get logged or thrown. */
