@@ -8,7 +8,7 @@
 // (or with --follow-external-symlinks), each real folder once, so links that loop or fan out
 // cannot make the walk endless. A link to a folder that is not walked, and a dangling link, is
 // listed for the reader to report.
-import { readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, readdirSync, readlinkSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import { dirname, join } from 'node:path';
 import picomatch from 'picomatch';
 import { isInside } from './read-file.js';
@@ -78,6 +78,48 @@ function covers(outer: string, inner: string): boolean {
   return outer === '' || inner === outer || inner.startsWith(`${outer}/`);
 }
 
+/** Where the kernel shows an open file as a path that leads to it (Linux): a folder is listed through it. */
+const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
+
+/**
+ * The entries of the folder at `path`, which must be the folder whose real path is `real`:
+ * 'moved' when it is not (a name on the way swapped for a link), undefined when it cannot be read.
+ * On Linux the folder is opened, checked where the kernel says the open folder is, and listed
+ * through /proc/self/fd: what is listed is the folder checked, whatever is renamed meanwhile.
+ * Elsewhere it is listed by path and its real path compared after (a swap and a swap back
+ * between the two goes unseen there).
+ */
+function listFolder(path: string, real: string): Dirent[] | 'moved' | undefined {
+  if (PROC_FD) {
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | (constants.O_NONBLOCK ?? 0));
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'moved' : undefined;
+    }
+    try {
+      const at = `/proc/self/fd/${fd}`;
+      if (readlinkSync(at) !== real) return 'moved';
+      return readdirSync(at, { withFileTypes: true });
+    } catch {
+      return undefined;
+    } finally {
+      closeSync(fd);
+    }
+  }
+  let dirents: Dirent[];
+  try {
+    dirents = readdirSync(path, { withFileTypes: true });
+  } catch {
+    return undefined;
+  }
+  try {
+    return realpathSync.native(path) === real ? dirents : 'moved';
+  } catch {
+    return undefined;
+  }
+}
+
 function skipped(name: string): boolean {
   return name.startsWith('.') || name === 'node_modules';
 }
@@ -101,12 +143,17 @@ export function findCandidates(opts: FindOptions): Found {
     const walk = (rel: string, real: string, depth: number): void => {
       if ((walked.get(real) ?? 0) >= depth) return;
       walked.set(real, depth);
-      let dirents: Dirent[];
-      try {
-        dirents = readdirSync(join(opts.base, rel), { withFileTypes: true });
-      } catch {
-        return; // unreadable or gone: as before, nothing to list there
+      // The folder listed must be the one expected: a name swapped for a link since it was seen
+      // as a folder (or since its real path was taken) would list another folder, maybe one
+      // outside the repository. Then nothing of it is listed, and the path is read as it is now
+      // (a link out is refused, naming it).
+      const listed = listFolder(join(opts.base, rel), real);
+      if (listed === 'moved') {
+        if (!excluded(rel)) unwalked.add(rel);
+        return;
       }
+      if (listed === undefined) return; // unreadable or gone: as before, nothing to list there
+      const dirents = listed;
       dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       for (const d of dirents) {
         if (skipped(d.name)) continue;
