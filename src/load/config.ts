@@ -7,7 +7,7 @@ import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SE
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '../model/index.js';
 import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
-import { isEnvName } from './keys.js';
+import { isEnvName, registerConfiguredKeys } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
@@ -102,7 +102,7 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
       ...(t.tenant_id !== undefined ? { tenantId: t.tenant_id } : {}),
     };
   }
-  return {
+  const resolved: ResolvedConfig = {
     ...(file ? { file } : {}),
     dir,
     ...(baseUrl !== undefined ? { baseUrl } : {}),
@@ -130,6 +130,11 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
     ...(raw?.api ? { api: apiLimits(raw.api, file ? shownPath(file, opts.cwd) : 'the config') } : {}),
     ...(raw ? { raw } : {}),
   };
+  // Every key the config can name is known to redaction from here on, in every command (validate
+  // and diff too, which need no key): a key pasted into a desired-state file by mistake is then
+  // [REDACTED] in the issues, diffs and logs that quote the file, not only once a run reads keys.
+  registerConfiguredKeys(resolved, opts.env);
+  return resolved;
 }
 
 /** The schema checked the shapes; the bounds are checked here, with the same words as the flags. */

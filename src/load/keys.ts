@@ -14,7 +14,11 @@ const MAX_KEY_FILE_BYTES = 64 * 1024;
  * key itself pasted in: the config check refuses it, and no message ever echoes it.
  */
 export function isEnvName(value: string): boolean {
-  const keyLike = value.length >= 20 && !value.includes('_') && /[0-9]/.test(value) && /[A-Za-z]/.test(value);
+  // A key pasted in place of a name: 20+ letters and digits without a _ (AKIA…), or a long run
+  // of digits and letters of both cases after a prefix (sk_live_…, ghp_…). Names are words
+  // joined by _, in one case (DUS_API_KEY_ACME, MY_SERVICE2024PRODUCTION_KEY).
+  const keyLike = (value.length >= 20 && !value.includes('_') && /[0-9]/.test(value) && /[A-Za-z]/.test(value))
+    || value.split('_').some((part) => part.length >= 16 && /[0-9]/.test(part) && /[a-z]/.test(part) && /[A-Z]/.test(part));
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(value) && !keyLike;
 }
 

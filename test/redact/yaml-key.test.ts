@@ -1,0 +1,54 @@
+// A key pasted into a desired-state file by mistake: every command that quotes the file (validate
+// in each format, diff, and plan, status and apply, which report load errors before they read
+// any key) shows it [REDACTED], because every key the config can name is known to redaction as
+// soon as the config is read (src/load/config.ts).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const CLI = resolve(process.env.DUS_SYNC_CLI ?? 'dist/cli.js');
+const KEY = 'Zq8vR2mK7pXw4Lb9Tn3Hc6Yd1Fs5Gj0A';
+const dir = mkdtempSync(join(tmpdir(), 'dus-yaml-key-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    cwd: dir, encoding: 'utf8', timeout: 30_000,
+    env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.state'), ...env },
+  });
+  return `${r.stdout}\n${r.stderr}`;
+}
+
+function expectNoKey(out: string, what: string) {
+  for (let i = 0; i + 8 <= KEY.length; i++) expect(out.includes(KEY.slice(i, i + 8)), `${what}: ${out}`).toBe(false);
+}
+
+describe('a key typed into a desired-state file', () => {
+  mkdirSync(join(dir, 'tenants'), { recursive: true });
+  writeFileSync(join(dir, 'dus-sync.yaml'), 'apiVersion: dus-sync/v1\nkind: Config\nbase_url: http://127.0.0.1:9\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\nresources: ["tenants/*.yaml"]\n');
+  const action = (name: string) => `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 7\n  phases:\n    - name: ${name}\n      info: { note: "${name}" }\n`;
+  writeFileSync(join(dir, 'tenants/a.yaml'), action('wave-1'));
+  execFileSync('git', ['init', '-q'], { cwd: dir });
+  execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'add', '.'], { cwd: dir });
+  execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'base'], { cwd: dir });
+
+  it('is [REDACTED] in diff, in every format', () => {
+    writeFileSync(join(dir, 'tenants/a.yaml'), action(`wave-${KEY}`));
+    for (const format of ['text', 'json', 'markdown']) {
+      const out = run(['diff', '--base', 'HEAD', '--format', format]);
+      expect(out).toContain('[REDACTED]');
+      expectNoKey(out, `diff --format ${format}`);
+    }
+  });
+
+  it('is [REDACTED] in the issues of validate (every format), plan, status and apply', () => {
+    writeFileSync(join(dir, 'tenants/b.yaml'), `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "1.0"\n  ${KEY}: 5\n`);
+    for (const args of [['validate'], ['validate', '--format', 'json'], ['validate', '--format', 'github'], ['plan', '--no-read-ahead'], ['status'], ['apply', '--auto-approve']]) {
+      const out = run(args);
+      expect(out, args.join(' ')).toContain('unknown field');
+      expectNoKey(out, args.join(' '));
+    }
+  });
+});
