@@ -6,6 +6,7 @@
 import { constants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { redact } from '../redact.js';
 import { appendAll, openPrivateFile, readWhole, replacePrivateFile } from './private-dir.js';
 
 /** The history of appends seen stored, beside the journal. */
@@ -59,7 +60,8 @@ export class AppendHistory {
   }
 
   async add(a: Omit<Appended, 'at'>): Promise<void> {
-    const entry: Appended = { ...a, at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}) };
+    // The name is for people (entries are matched by digest): never a key in the state folder.
+    const entry: Appended = { ...a, name: redact(a.name), at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}) };
     this.entries.set(keyOf(entry), entry);
     await appendAll(this.handle, JSON.stringify(entry) + '\n');
   }

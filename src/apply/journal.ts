@@ -146,7 +146,9 @@ export class Journal {
   async recordIntent(i: Omit<Intent, 'id' | 'at' | 'api' | 'revision'>): Promise<Intent> {
     const intent: Intent = {
       id: randomUUID(), tenant: i.tenant, action_id: i.action_id, index: i.index,
-      name: i.name, digest: i.digest, at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}),
+      // The name is for people (intents are matched by digest): a key typed into it, or sent back in
+      // it by a server, is not written to the state folder.
+      name: redact(i.name), digest: i.digest, at: new Date().toISOString(), ...(this.api !== undefined ? { api: this.api } : {}),
       ...stamp(),
       ...(this.revision ? { revision: { commit: this.revision.commit, dirty: this.revision.dirty } } : {}),
     };

@@ -4,6 +4,7 @@
 // so that a restart (a new pod, the next CI run) does not start the soak again.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { redact } from '../redact.js';
 import { writeFileAtomic } from '../atomic-write.js';
 import { ensurePrivateDir } from './private-dir.js';
 import type { Clock, DesiredState, LiveState, Logger } from '../model/index.js';
@@ -91,7 +92,8 @@ export async function observeTriggers(path: string, api: string, desired: Desire
     const action = live.tenants.get(a.tenant)?.actions.get(a.id);
     if (!action) continue;
     action.phases_triggered?.forEach((t, index) => {
-      const name = String(action.phases[index]?.name ?? '');
+      // Kept redacted (a server may send a key back in a name): compared redacted too.
+      const name = redact(String(action.phases[index]?.name ?? ''));
       const k = keyOf(api, a.tenant, a.id, index);
       wanted.add(k);
       const known = seen.get(k);

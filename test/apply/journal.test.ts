@@ -5,6 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Journal, monotonicMs, otherJournalsInDoubt, settleJournal } from '../../src/apply/journal.js';
 import { phaseDigest } from '../../src/apply/digest.js';
 import { FakeApi, memoryLog, phase } from './fakes.js';
+import { clearSecretsForTests, registerSecret } from '../../src/redact.js';
+import { HISTORY_FILE } from '../../src/apply/history.js';
 
 let dir: string;
 beforeEach(async () => { dir = await mkdtemp(join(tmpdir(), 'dus-journal-')); });
@@ -17,6 +19,25 @@ function intentFor(actionId: number, index: number, name: string) {
 }
 
 describe('Journal', () => {
+  it('never writes a key to the state folder: a phase name holding one is kept redacted (intents and history are matched by digest)', async () => {
+    const key = 'Zq8vR2mK7pXw4Lb9Tn3Hc6Yd1Fs5Gj0A';
+    registerSecret(key);
+    try {
+      const path = join(dir, 'journal.jsonl');
+      const j = await Journal.open(path);
+      const intent = await j.recordIntent(intentFor(42, 1, `wave-${key}`));
+      await j.recordOutcome(intent.id, 'applied');
+      // Still found by its digest, which is the phase's own, not its shown name's.
+      expect(j.storedBefore('acme', 42, 1, intentFor(42, 1, `wave-${key}`).digest)).toBeDefined();
+      await j.close();
+      const written = (await readFile(path, 'utf8')) + (await readFile(join(dir, HISTORY_FILE), 'utf8'));
+      expect(written).toContain('wave-[REDACTED]');
+      expect(written).not.toContain(key.slice(0, 8));
+    } finally {
+      clearSecretsForTests();
+    }
+  });
+
   it('creates its folder 0700 and its file 0600', async () => {
     const path = join(dir, '.dus-sync', 'journal.jsonl');
     const j = await Journal.open(path);

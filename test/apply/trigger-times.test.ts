@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { observeTriggers } from '../../src/apply/trigger-times.js';
 import type { DesiredState, LiveState, Logger } from '../../src/model/index.js';
+import { clearSecretsForTests, registerSecret } from '../../src/redact.js';
 
 const dirs: string[] = [];
 afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
@@ -33,6 +34,29 @@ const STAGING = 'http://127.0.0.1:1';
 const PROD = 'http://127.0.0.1:2';
 
 describe('first-seen trigger times', () => {
+  it('keep a phase name that a server sent with a key in it redacted, and still know the phase next time', async () => {
+    const key = 'Zq8vR2mK7pXw4Lb9Tn3Hc6Yd1Fs5Gj0A';
+    registerSecret(key);
+    try {
+      const path = folder();
+      const withKey = (): LiveState => {
+        const l = live([44]);
+        (l.tenants.get('acme')!.actions.get(44) as { phases: { name: string }[] }).phases[0]!.name = `canary-${key}`;
+        return l;
+      };
+      const t0 = Date.UTC(2026, 0, 1);
+      await observeTriggers(path, STAGING, desired([44]), withKey(), t0, log, () => 5);
+      const text = readFileSync(path, 'utf8');
+      expect(text).toContain('canary-[REDACTED]');
+      expect(text).not.toContain(key.slice(0, 8));
+      // The same phase read again: its first-seen time is kept, not restarted.
+      const since = await observeTriggers(path, STAGING, desired([44]), withKey(), t0 + 60_000, log, () => 60_005);
+      expect(since('acme', 44, 0)).toBe(t0);
+    } finally {
+      clearSecretsForTests();
+    }
+  });
+
   it('are kept per API: a phase that soaked on one service has not soaked on another sharing the state folder', async () => {
     const path = folder();
     const t0 = Date.UTC(2026, 0, 1);
