@@ -7,7 +7,7 @@ import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SE
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '../model/index.js';
 import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
-import { isEnvName, registerConfiguredKeys } from './keys.js';
+import { isEnvName, registerConfiguredKeys, registerKeysOfRawConfig } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
@@ -72,13 +72,15 @@ export function readPolicyFromEnv(env: NodeJS.ProcessEnv): ReadPolicy {
 }
 
 export async function resolveConfig(opts: ResolveConfigOptions): Promise<ResolvedConfig> {
+  // DUS_API_KEY and DUS_API_KEY_*: known to redaction before anything can go wrong.
+  registerKeysOfRawConfig(undefined, undefined, opts.env);
   const reading = readPolicyFromEnv(opts.env);
   const found = await findConfigFile(opts);
   const file = found.file;
   if (file === undefined && opts.dir === undefined && !singleTenantEnv(opts.env)) {
     throw new UserError(noConfigMessage(resolve(opts.cwd), found.top));
   }
-  const read = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes) : undefined;
+  const read = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes, opts.env) : undefined;
   const raw = read?.config;
   const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
 
@@ -206,7 +208,7 @@ function shownPath(file: string, cwd: string): string {
 }
 
 /** Reads and validates dus-sync.yaml; every problem becomes an issue of one ConfigError. With where each path of it was written. */
-async function readConfigFile(file: string, cwd: string, maxBytes: number): Promise<{ config: Config; position: Position }> {
+async function readConfigFile(file: string, cwd: string, maxBytes: number, env: NodeJS.ProcessEnv): Promise<{ config: Config; position: Position }> {
   const shown = shownPath(file, cwd);
   // The config may be a link (a Kubernetes ConfigMap mounts links): it names the repository, so
   // it may live anywhere; but it must be a regular file of sane size like any other.
@@ -216,6 +218,7 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   // A clean config is read by js-yaml, positions parsed by yaml only if asked for; anything
   // else, an issue included, takes the yaml path below (config-fast-path.ts).
   const clean = cleanConfigValue(text, maxBytes);
+  if (clean !== undefined) registerKeysOfRawConfig(clean, file, env);
   if (clean !== undefined && validator('config')(clean)) {
     let parsed: Position | undefined;
     const position: Position = (path, key) => (parsed ??= yamlPositionOf(shown, text, maxBytes))(path, key);
@@ -235,6 +238,8 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number): Prom
   } catch {
     throw one(shown, `the config expands too many YAML aliases (more than ${MAX_ALIAS_COUNT})`);
   }
+  // Before any issue quotes the config: the keys it names are known to redaction.
+  registerKeysOfRawConfig(value, file, env);
   const start = issueAt(shown, src.lineCounter, offsetOf(doc.contents!), '', '');
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigError([{ ...start, message: 'the config must be a mapping with apiVersion: dus-sync/v1 and kind: Config' }]);

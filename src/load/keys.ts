@@ -14,11 +14,11 @@ const MAX_KEY_FILE_BYTES = 64 * 1024;
  * key itself pasted in: the config check refuses it, and no message ever echoes it.
  */
 export function isEnvName(value: string): boolean {
-  // A key pasted in place of a name: 20+ letters and digits without a _ (AKIA…), or a long run
-  // of digits and letters of both cases after a prefix (sk_live_…, ghp_…). Names are words
-  // joined by _, in one case (DUS_API_KEY_ACME, MY_SERVICE2024PRODUCTION_KEY).
+  // A key pasted in place of a name: 20+ letters and digits without a _ (AKIA…), or, in a value
+  // not all in capitals, a run of 16+ digits and letters after a prefix (sk_live_…, ghp_…).
+  // Names are words joined by _, in capitals (DUS_API_KEY_ACME, MY_SERVICE2024PRODUCTION_KEY).
   const keyLike = (value.length >= 20 && !value.includes('_') && /[0-9]/.test(value) && /[A-Za-z]/.test(value))
-    || value.split('_').some((part) => part.length >= 16 && /[0-9]/.test(part) && /[a-z]/.test(part) && /[A-Z]/.test(part));
+    || (value !== value.toUpperCase() && value.split('_').some((part) => part.length >= 16 && /[0-9]/.test(part) && /[A-Za-z]/.test(part)));
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(value) && !keyLike;
 }
 
@@ -86,6 +86,27 @@ export function registerConfiguredKeys(config: ResolvedConfig, env: NodeJS.Proce
     const key = value?.trim();
     if (key && keyProblem(key) === undefined) registerSecret(key);
   }
+}
+
+/**
+ * registerConfiguredKeys for a config that is not resolved yet (maybe not even valid): the
+ * variables and files its tenants name, as far as they can be made out, and DUS_API_KEY and
+ * every DUS_API_KEY_* variable. Called before the config is checked, so that an issue quoting
+ * it (a key pasted as a field name, as default_tenant...) is redacted too.
+ */
+export function registerKeysOfRawConfig(raw: unknown, file: string | undefined, env: NodeJS.ProcessEnv): void {
+  const tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string }> = {};
+  const listed = typeof raw === 'object' && raw !== null ? (raw as { tenants?: unknown }).tenants : undefined;
+  if (typeof listed === 'object' && listed !== null && !Array.isArray(listed)) {
+    for (const [name, t] of Object.entries(listed as Record<string, unknown>)) {
+      if (typeof t !== 'object' || t === null) continue;
+      const { api_key_env: e, api_key_file: f } = t as { api_key_env?: unknown; api_key_file?: unknown };
+      tenants[name] = { ...(typeof e === 'string' ? { apiKeyEnv: e } : {}), ...(typeof f === 'string' ? { apiKeyFile: f } : {}) };
+    }
+  }
+  for (const name of Object.keys(env)) if (name.startsWith('DUS_API_KEY_')) tenants[`\u0000${name}`] = { apiKeyEnv: name };
+  const dir = file === undefined ? process.cwd() : dirname(file);
+  registerConfiguredKeys({ ...(file !== undefined ? { file } : {}), dir, tenants, safety: {}, watchIntervalMs: 0, suspend: false }, env);
 }
 
 /** Keys travel in an HTTP header: printable ASCII, one line. A key is short; 4,096 characters is far past any. */

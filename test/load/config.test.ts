@@ -162,8 +162,9 @@ describe('readApiKeys', () => {
 
   it('never names an api_key_env that does not look like a name (it may be the key), however it got there', async () => {
     const config = { dir, tenants: { acme: { apiKeyEnv: 'sk-live-0123456789abcdef' }, hex: { apiKeyEnv: 'a3f9c2e1b4d5a6f7e8d9c0b1' },
-      stripe: { apiKeyEnv: 'sk_live_51HqZ8vR2mK7pXw4Lb9Tn3Hc6Yd1Fs5Gj0A' }, gh: { apiKeyEnv: 'ghp_16C7e42F292c6912E7710c838347Ae178B4a' } }, safety: {}, watchIntervalMs: 1, suspend: false };
-    for (const tenant of ['acme', 'hex', 'stripe', 'gh']) {
+      stripe: { apiKeyEnv: 'sk_live_51HqZ8vR2mK7pXw4Lb9Tn3Hc6Yd1Fs5Gj0A' }, gh: { apiKeyEnv: 'ghp_16C7e42F292c6912E7710c838347Ae178B4a' },
+      lower: { apiKeyEnv: 'sk_live_abcdef1234567890' }, ghlower: { apiKeyEnv: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789' } }, safety: {}, watchIntervalMs: 1, suspend: false };
+    for (const tenant of ['acme', 'hex', 'stripe', 'gh', 'lower', 'ghlower']) {
       const err = await readApiKeys(config, [tenant], {}).then(() => new Error('no error'), (e: unknown) => e as Error);
       expect(err.message).toBe(`no API key for tenant "${tenant}": set the environment variable that tenants.${tenant}.api_key_env names (not shown: it does not look like a name)`);
     }

@@ -43,6 +43,21 @@ describe('a key typed into a desired-state file', () => {
     }
   });
 
+  it('is [REDACTED] in an issue of dus-sync.yaml itself, whichever variable or file holds it', () => {
+    const config = (extra: string) => `apiVersion: dus-sync/v1\nkind: Config\nbase_url: http://127.0.0.1:9\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n  globex: { api_key_file: globex.key }\nresources: ["tenants/*.yaml"]\n${extra}`;
+    const sub = join(dir, 'cfg');
+    mkdirSync(sub, { recursive: true });
+    writeFileSync(join(sub, 'globex.key'), `${KEY}\n`);
+    for (const [extra, env] of [[`${KEY}: 1\n`, {}], [`default_tenant: ${KEY}\n`, { DUS_API_KEY_ACME: 'other-key-123456' }], [`${KEY}: 1\n`, { DUS_API_KEY_ACME: 'other-key-123456', DUS_API_KEY: KEY }]] as const) {
+      writeFileSync(join(sub, 'dus-sync.yaml'), config(extra));
+      for (const args of [['validate'], ['validate', '--format', 'json'], ['plan']]) {
+        const out = run(['--config', 'cfg/dus-sync.yaml', ...args], env);
+        expect(out, args.join(' ')).toMatch(/unknown field|default_tenant/);
+        expectNoKey(out, `${args.join(' ')} with ${extra}`);
+      }
+    }
+  });
+
   it('is [REDACTED] in the issues of validate (every format), plan, status and apply', () => {
     writeFileSync(join(dir, 'tenants/b.yaml'), `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "1.0"\n  ${KEY}: 5\n`);
     for (const args of [['validate'], ['validate', '--format', 'json'], ['validate', '--format', 'github'], ['plan', '--no-read-ahead'], ['status'], ['apply', '--auto-approve']]) {
