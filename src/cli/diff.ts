@@ -7,6 +7,7 @@ import { baseInvalidWarning, diffDesired, hasDifferences, type DesiredDiff, type
 import { renderDiffJson } from '../core/render/desired-diff-json.js';
 import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderDiffText } from '../core/render/desired-diff-text.js';
+import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
 import { loadDesiredState, loadDocuments, selectResourcePaths, type LoadFilter } from '../load/index.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
@@ -51,7 +52,9 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
   const format = typeof opts.format === 'string' ? opts.format : 'text';
   const { config, filter, log } = await setup(globals);
   const { diff, commit } = await diffAgainst(config, filter, log, base);
-  const out = render(format, diff, base, commit, useColor(globals));
+  // Redacted before it is rendered, as plan is: the markdown and mermaid escapes respell
+  // characters (`:` as #58;, `@` as &#64;), and a key respelt may not be found in the output.
+  const out = render(format, redactDeep(diff), base, commit, useColor(globals));
   process.stdout.write(out);
   return hasDifferences(diff) ? 2 : 0;
 }
