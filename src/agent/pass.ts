@@ -8,6 +8,7 @@ import type { ApiLimits, Change, Clock, DesiredObject, DesiredState, LiveState, 
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
 import { included, listResourceFiles, readParsedFile, selectResourcePaths, type LoadFilter, type ParsedFile } from '../load/index.js';
+import type { FileStamp } from '../load/read-file.js';
 import { checkSelection } from '../load/selection.js';
 import { assembleFrom, type Assembly } from '../load/incremental.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
@@ -264,8 +265,12 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     // links out of the repository and oversize files, bounded while reading).
     const hit = cache.get(path);
     if (st && hit && hit.stamp === stampOf(st)) return hit.parsed;
-    const file = readParsedFile(config, path);
-    if (st) cache.set(path, { stamp: stampOf(st), parsed: file });
+    const got: { stat?: FileStamp } = {};
+    const file = readParsedFile(config, path, undefined, false, got);
+    // Kept only when the file read (its fstat) is the one the path led to when statted: a read
+    // that went elsewhere (a folder on the way swapped for a link meanwhile) is not kept as this
+    // path's, so the next pass reads it again instead of trusting it until the file changes.
+    if (st && got.stat !== undefined && stampOf(got.stat) === stampOf(st)) cache.set(path, { stamp: stampOf(st), parsed: file });
     else cache.delete(path);
     return file;
   }

@@ -14,7 +14,7 @@ import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPos
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
-import { readRegularFile } from './read-file.js';
+import { readRegularFile, type FileStamp } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 
@@ -516,9 +516,10 @@ const TURN_MS = 4;
  * link that leaves the repository unless --follow-external-symlinks; anything else becomes an
  * issue at the file's first line, never a hang or an exception.
  */
-export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false): ParsedFile {
+export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false, got?: { stat?: FileStamp }): ParsedFile {
   const policy = readPolicy(config);
   const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks, listedRegular });
+  if (got !== undefined && read.ok && read.stat !== undefined) got.stat = read.stat;
   if (!read.ok) {
     const shown = displayPath(config, path);
     return { path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message: read.message }] };

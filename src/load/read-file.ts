@@ -24,8 +24,11 @@ export interface ReadOptions {
   readonly listedRegular?: boolean;
 }
 
+/** What identifies the file a read read: its fstat, not a stat of the path taken before or after. */
+export interface FileStamp { readonly size: number; readonly mtimeMs: number; readonly ctimeMs: number; readonly ino: number; readonly dev: number }
+
 export type ReadResult =
-  | { readonly ok: true; readonly text: string }
+  | { readonly ok: true; readonly text: string; readonly stat?: FileStamp }
   /** tooLarge: refused for its size alone (a caller may decide without reading it). */
   | { readonly ok: false; readonly message: string; readonly tooLarge?: true };
 
@@ -186,7 +189,7 @@ function readOpened(path: string, maxBytes: number, listed: boolean): ReadResult
       n += got;
     }
     if (n > maxBytes) return tooLarge(undefined, maxBytes);
-    return { ok: true, text: buf.toString('utf8', 0, n) };
+    return { ok: true, text: buf.toString('utf8', 0, n), stat: st };
   } catch (err) {
     return unreadable(err);
   } finally {
