@@ -14,7 +14,7 @@ import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPos
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
-import { readRegularFile, type FileStamp } from './read-file.js';
+import { closeFolderCache, readRegularFile, type FileStamp, type FolderCache } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 
@@ -460,14 +460,20 @@ export async function eachParsedFile(config: ResolvedConfig, onFile: (file: Pars
   let regular: ReadonlySet<string> | undefined;
   if (list === undefined) ({ paths: list, regular } = await listWithTypes(config));
   const root = repositoryRoot(config);
-  let turn = performance.now();
-  for (let i = 0; i < list.length; i++) {
-    if ((i & 7) === 0 && i > 0 && performance.now() - turn >= TURN_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      turn = performance.now();
+  // The last folder read stays open for the next file in it (closed at the end of the load).
+  const folders: FolderCache = {};
+  try {
+    let turn = performance.now();
+    for (let i = 0; i < list.length; i++) {
+      if ((i & 7) === 0 && i > 0 && performance.now() - turn >= TURN_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        turn = performance.now();
+      }
+      const path = list[i]!;
+      onFile(readParsedFile(config, path, root, regular?.has(path) === true, undefined, folders));
     }
-    const path = list[i]!;
-    onFile(readParsedFile(config, path, root, regular?.has(path) === true));
+  } finally {
+    closeFolderCache(folders);
   }
 }
 
@@ -516,9 +522,9 @@ const TURN_MS = 4;
  * link that leaves the repository unless --follow-external-symlinks; anything else becomes an
  * issue at the file's first line, never a hang or an exception.
  */
-export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false, got?: { stat?: FileStamp }): ParsedFile {
+export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false, got?: { stat?: FileStamp }, folders?: FolderCache): ParsedFile {
   const policy = readPolicy(config);
-  const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks, listedRegular });
+  const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks, listedRegular, ...(folders ? { folders } : {}) });
   if (got !== undefined && read.ok && read.stat !== undefined) got.stat = read.stat;
   if (!read.ok) {
     const shown = displayPath(config, path);

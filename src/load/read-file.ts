@@ -4,8 +4,8 @@
 // operator allowed it. Nothing is opened before lstat/stat (or the folder's listing, readdir's
 // file type) said it is a regular file, the open does not follow a link in the last place, and
 // it is non-blocking, so a FIFO or a link swapped in between cannot hang us or lead us out either.
-import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { isAbsolute, relative, sep } from 'node:path';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { basename, dirname, isAbsolute, relative, sep } from 'node:path';
 import { formatSize } from '../limits.js';
 
 export interface ReadOptions {
@@ -22,6 +22,53 @@ export interface ReadOptions {
    * says what it is. Only where the platform has O_NOFOLLOW.
    */
   readonly listedRegular?: boolean;
+  /** The folder last opened for a read (one load passes one, and closes it when it is done). */
+  readonly folders?: FolderCache;
+}
+
+/**
+ * On Linux a file of the repository is opened inside its folder, and the folder, opened first,
+ * must be inside the repository by where the kernel says it is (/proc/self/fd): a folder on the
+ * file's path swapped for a link out of the repository, before or while it is read, cannot lead
+ * the read outside. One load keeps its last folder open (files come sorted, folder by folder).
+ */
+export interface FolderCache { path?: string; fd?: number; real?: string }
+
+export function closeFolderCache(c: FolderCache): void {
+  if (c.fd !== undefined) {
+    try { closeSync(c.fd); } catch { /* closed already */ }
+  }
+  c.path = undefined; c.fd = undefined; c.real = undefined;
+}
+
+const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
+
+/** The folder of `path`, open, and where it really is; undefined when it cannot be opened (the plain open then says why). */
+function folderOf(path: string, cache: FolderCache | undefined): { fd: number; real: string; owned: boolean } | undefined {
+  const dir = dirname(path);
+  if (cache !== undefined && cache.path === dir && cache.fd !== undefined) return { fd: cache.fd, real: cache.real!, owned: false };
+  let fd: number;
+  try {
+    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return undefined;
+  }
+  let real: string;
+  try {
+    real = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    closeSync(fd);
+    return undefined;
+  }
+  // Removed meanwhile: the plain open says so.
+  if (real.endsWith(' (deleted)')) {
+    closeSync(fd);
+    return undefined;
+  }
+  if (cache === undefined) return { fd, real, owned: true };
+  closeFolderCache(cache);
+  cache.path = dir; cache.fd = fd; cache.real = real;
+  return { fd, real, owned: false };
 }
 
 /** What identifies the file a read read: its fstat, not a stat of the path taken before or after. */
@@ -81,7 +128,7 @@ function unreadable(err: unknown): ReadResult {
 /** Reads `path` as UTF-8 text under the rules above. Never throws: a refusal is a sentence. */
 export function readRegularFile(path: string, opts: ReadOptions): ReadResult {
   if (opts.listedRegular === true && NOFOLLOW) {
-    const listed = readOpened(path, opts.maxBytes, true);
+    const listed = readOpened(path, opts, true);
     if (listed !== undefined) return listed;
   }
   let st: Stats;
@@ -108,7 +155,7 @@ export function readRegularFile(path: string, opts: ReadOptions): ReadResult {
     return fail(`this is ${kindOf(st)}, not a regular file; dus-sync reads only regular files: remove it, or keep it out of the resources`);
   }
   if (st.size > opts.maxBytes) return tooLarge(st.size, opts.maxBytes);
-  return readOpened(real, opts.maxBytes, false)!;
+  return readOpened(real, opts, false)!;
 }
 
 /**
@@ -154,6 +201,23 @@ function statSafe(path: string): Stats | undefined {
   }
 }
 
+class OutsideError extends Error {}
+
+/** open(path), inside its folder checked to be in the repository where that applies (see FolderCache). */
+function openInFolder(path: string, opts: ReadOptions): number {
+  if (!PROC_FD || opts.root === undefined || opts.followExternalSymlinks === true) return openSync(path, OPEN_FLAGS);
+  const folder = folderOf(path, opts.folders);
+  if (folder === undefined) return openSync(path, OPEN_FLAGS);
+  try {
+    if (!isInside(opts.root, folder.real)) {
+      throw new OutsideError(`this file's folder is ${printable(folder.real)}, outside the repository folder ${printable(opts.root)}: a folder on its path is a link out of the repository, or was swapped for one while it was being read; dus-sync reads only files inside it: run again once the files stop changing, or pass --follow-external-symlinks to allow links that leave it`);
+    }
+    return openSync(`/proc/self/fd/${folder.fd}/${basename(path)}`, OPEN_FLAGS);
+  } finally {
+    if (folder.owned) closeSync(folder.fd);
+  }
+}
+
 /** Files up to this size are read into one buffer kept for the next (reads are synchronous: one at a time). */
 const SCRATCH_BYTES = 256 * 1024;
 let scratch: Buffer | undefined;
@@ -162,11 +226,13 @@ let scratch: Buffer | undefined;
  * open (non-blocking, not following a link swapped in since), fstat, read at most maxBytes + 1.
  * `listed` (no lstat came first): undefined when the open fails or it is not a regular file.
  */
-function readOpened(path: string, maxBytes: number, listed: boolean): ReadResult | undefined {
+function readOpened(path: string, opts: ReadOptions, listed: boolean): ReadResult | undefined {
+  const maxBytes = opts.maxBytes;
   let fd: number;
   try {
-    fd = openSync(path, OPEN_FLAGS);
+    fd = openInFolder(path, opts);
   } catch (err) {
+    if (err instanceof OutsideError) return listed ? undefined : fail(err.message);
     return listed ? undefined : unreadable(err);
   }
   try {

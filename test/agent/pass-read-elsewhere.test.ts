@@ -49,7 +49,7 @@ describe('watch and a read that went elsewhere', () => {
     write('tenants/fw.yaml', fw(1000));
     const outside = join(dir, 'state-outside.yaml'); // not under tenants/: no glob lists it
     writeFileSync(outside, fw(666666));
-    redirect.from = join('tenants', 'fw.yaml');
+    redirect.from = '/fw.yaml'; // by path, or inside its folder (/proc/self/fd/N/fw.yaml)
     redirect.to = outside;
     const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
     const made = createReconcilePass({
