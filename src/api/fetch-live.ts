@@ -311,7 +311,10 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   // component → its highest active versions kept for the dependency check, highest first.
   const tops = new Map<string, string[]>();
   let N = early ? 0 : opts.satisfiers ?? 0;
-  const sizeOf = (a: Accumulated): number => recordSize(a.record) + a.first.reduce((n, v) => n + v.length, 0);
+  // All a record holds, its declared bundles included: a record evicted after the filter moved a
+  // bundle of it to `declared` gave back all of it (the property test found 4 bytes kept).
+  const sizeOf = (a: Accumulated): number => recordSize(a.record) + a.first.reduce((n, v) => n + v.length, 0)
+    + (a.declared === undefined ? 0 : [...a.declared].reduce((n, v) => n + v.length, 0));
   const evict = (component: string, version: string): void => {
     const held = byNumber.get(version);
     if (held === undefined) return;
@@ -405,7 +408,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     const drop = (number: string, acc: Accumulated): void => {
       const held = byNumber.get(number);
       if (held === undefined) return;
-      spend(-sizeOf(acc) - (acc.declared === undefined ? 0 : [...acc.declared].reduce((n, v) => n + v.length, 0)));
+      spend(-sizeOf(acc));
       if ('record' in held) {
         if (held === acc) byNumber.delete(number);
         return;
