@@ -315,6 +315,8 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   // bundle of it to `declared` gave back all of it (the property test found 4 bytes kept).
   const sizeOf = (a: Accumulated): number => recordSize(a.record) + a.first.reduce((n, v) => n + v.length, 0)
     + (a.declared === undefined ? 0 : [...a.declared].reduce((n, v) => n + v.length, 0));
+  // Told of each record evicted (settle counts the records each number holds).
+  let evicted: ((version: string) => void) | undefined;
   const evict = (component: string, version: string): void => {
     const held = byNumber.get(version);
     if (held === undefined) return;
@@ -322,6 +324,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
       if (held.top === true && held.record.component_name === component) {
         byNumber.delete(version);
         spend(-sizeOf(held));
+        evicted?.(version);
       }
       return;
     }
@@ -332,6 +335,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     if (gone!.record.firmware_id != null && held.byId.get(gone!.record.firmware_id) === gone) held.byId.delete(gone!.record.firmware_id);
     if (held.byComponent.get(component) === gone) held.byComponent.delete(component);
     if (held.list.length === 0) byNumber.delete(version);
+    evicted?.(version);
   };
   /** Whether a record of a version not declared is kept for the dependency check, making room for it. */
   const keepForDependencies = (fw: { readonly version_number: string; readonly component_name: string; readonly is_deactivated?: boolean | null; readonly dependencies?: readonly unknown[] | null }): 'dependent' | 'top' | undefined => {
@@ -387,10 +391,11 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   };
   /**
    * The filter came: what it would not have kept is dropped, in the order the records were read
-   * (one difference, for a number listed under more than MAX_RECORDS_PER_VERSION components:
-   * early, the first that many of all of them were kept, not of those the filter keeps)
-   * (the order the dependency check's highest versions were chosen in, as the list went), and
-   * each record keeps its declared bundles and its first few others, as addBundle keeps them.
+   * (the order the dependency check's highest versions were chosen and evicted in, as the list
+   * went), the numbers end in the order the list would have left them, and each record keeps its
+   * declared bundles and its first few others, as addBundle keeps them. One difference, for a
+   * number listed under more than MAX_RECORDS_PER_VERSION components: early, the first that many
+   * of all of them were kept, not of those the filter keeps.
    */
   const settle = (filter: IndexFilter): void => {
     early = false;
@@ -430,19 +435,32 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
       }
       if (held.list.length === 0) byNumber.delete(number);
     };
-    for (const [number, held] of byNumber) {
-      for (const acc of 'record' in held ? [held] : [...held.list]) {
-        trim(acc);
-        if (versions === undefined || versions.has(number)) continue;
-        // (evict, below, drops only records marked top, which are records this loop passed already.)
+    // The records in the order they were read, each decided as the list would have decided it
+    // then: the highest versions of a component are chosen, and evicted, in that order.
+    const all: { number: string; acc: Accumulated }[] = [];
+    for (const [number, held] of byNumber) for (const acc of 'record' in held ? [held] : held.list) all.push({ number, acc });
+    let sorted = true;
+    for (let i = 1; i < all.length && sorted; i++) sorted = all[i - 1]!.acc.seq < all[i]!.acc.seq;
+    if (!sorted) all.sort((a, b) => a.acc.seq - b.acc.seq);
+    // A number comes where the list would have put it: at the record that made it held again
+    // after it last held none (the record that first put it there may have been evicted since).
+    const holds = new Map<string, number>();
+    const since = new Map<string, number>();
+    evicted = (version) => { holds.set(version, holds.get(version)! - 1); };
+    for (const { number, acc } of all) {
+      trim(acc);
+      if (versions !== undefined && !versions.has(number)) {
+        // (evict drops only records marked top, which are records this loop passed already.)
         const why = keepForDependencies(acc.record);
-        if (why === undefined) drop(number, acc);
-        else if (why === 'top') acc.top = true;
+        if (why === undefined) { drop(number, acc); continue; }
+        if (why === 'top') acc.top = true;
       }
+      const n = holds.get(number) ?? 0;
+      if (n === 0) since.set(number, acc.seq);
+      holds.set(number, n + 1);
     }
-    // A number comes where its first record that is kept came: the record that put it first may be gone.
-    const firstSeq = (held: Accumulated | Slot): number => ('record' in held ? held.seq : held.list.reduce((m, a) => Math.min(m, a.seq), Infinity));
-    const entries = [...byNumber].sort((a, b) => firstSeq(a[1]) - firstSeq(b[1]));
+    evicted = undefined;
+    const entries = [...byNumber].sort((a, b) => since.get(a[0])! - since.get(b[0])!);
     byNumber.clear();
     for (const [number, held] of entries) byNumber.set(number, held);
   };

@@ -111,6 +111,23 @@ describe('indexFirmwares with the filter given later', () => {
     expect(direct.get('1.0.0')![0]!.bundles).toHaveLength(18);
   });
 
+  it('a number whose first record was evicted after another component joined it keeps its place, as with the filter from the start', async () => {
+    // The property's counterexample: 1.0.0 is first held by modem, wifi joins it, then modem 1.2.0
+    // evicts modem 1.0.0 (two highest kept); the list keeps 1.0.0 where it was, before 2.0.1.
+    const fw = (version_number: string, component_name: string) => ({ version_number, component_name, is_deactivated: null, dependencies: [] });
+    const pages = [
+      [fw('1.0.0', 'modem'), fw('2.0.1', 'modem')],
+      [fw('1.0.0', 'wifi'), fw('1.0.0', 'modem')],
+      [fw('1.2.0', 'modem')],
+    ].map((firmwares) => [{ version: '2024.01', firmwares } as unknown as FirmwareBundle]);
+    const filter: IndexFilter = { versions: new Set(), bundles: new Set(), satisfiers: 2 };
+    const direct = await indexFirmwares(stream(pages), filter);
+    const delayed = await indexFirmwares(stream(pages), { later: new Promise((r) => setTimeout(() => r(filter), 20)) });
+    expect([...direct.keys()]).toEqual(['1.0.0', '2.0.1', '1.2.0']);
+    expect([...delayed]).toEqual([...direct]);
+    expect(direct.get('1.0.0')!.map((r) => r.component_name)).toEqual(['wifi']);
+  });
+
   it('the list waits for the filter once it holds heldEarly characters', async () => {
     const pages: FirmwareBundle[][] = Array.from({ length: 50 }, (_, p) => [{ version: `b${p}`, firmwares: [{ version_number: `${p}.0.0`, component_name: 'modem' }] } as unknown as FirmwareBundle]);
     let asked = 0;
