@@ -8,10 +8,10 @@
 // (or with --follow-external-symlinks), each real folder once, so links that loop or fan out
 // cannot make the walk endless. A link to a folder that is not walked, and a dangling link, is
 // listed for the reader to report.
-import { closeSync, constants, existsSync, openSync, readdirSync, readlinkSync, realpathSync, statSync, type Dirent } from 'node:fs';
+import { closeSync, readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import { dirname, join } from 'node:path';
 import picomatch from 'picomatch';
-import { isInside } from './read-file.js';
+import { isInside, openFolder, PROC_FD, procPath } from './read-file.js';
 
 export interface FindOptions {
   /** The folder the globs are relative to. */
@@ -78,9 +78,6 @@ function covers(outer: string, inner: string): boolean {
   return outer === '' || inner === outer || inner.startsWith(`${outer}/`);
 }
 
-/** Where the kernel shows an open file as a path that leads to it (Linux): a folder is listed through it. */
-const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
-
 /**
  * The entries of the folder at `path`, which must be the folder whose real path is `real`:
  * 'moved' when it is not (a name on the way swapped for a link), undefined when it cannot be read.
@@ -91,20 +88,19 @@ const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
  */
 function listFolder(path: string, real: string): Dirent[] | 'moved' | undefined {
   if (PROC_FD) {
-    let fd: number;
+    let opened: { fd: number; real: string };
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | (constants.O_NONBLOCK ?? 0));
+      opened = openFolder(path);
     } catch (err) {
       return (err as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'moved' : undefined;
     }
     try {
-      const at = `/proc/self/fd/${fd}`;
-      if (readlinkSync(at) !== real) return 'moved';
-      return readdirSync(at, { withFileTypes: true });
+      if (opened.real !== real) return 'moved';
+      return readdirSync(procPath(opened.fd), { withFileTypes: true });
     } catch {
       return undefined;
     } finally {
-      closeSync(fd);
+      closeSync(opened.fd);
     }
   }
   let dirents: Dirent[];

@@ -41,23 +41,39 @@ export function closeFolderCache(c: FolderCache): void {
   c.path = undefined; c.fd = undefined; c.real = undefined;
 }
 
-const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
+/** Where the kernel shows an open file as a path that leads to it (Linux): folders are checked, listed and read through it. */
+export const PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
+
+/** The path that leads to the open file `fd` (Linux, PROC_FD). */
+export function procPath(fd: number): string {
+  return `/proc/self/fd/${fd}`;
+}
+
+/**
+ * The folder at `path` opened, and where the kernel says the open folder is (Linux, PROC_FD):
+ * what is then read through procPath(fd) is that folder, whatever is renamed meanwhile. Throws
+ * the open's error (ENOTDIR: not a folder, or a name swapped for a file); the fd is closed when
+ * its place cannot be read. A folder removed meanwhile ends with " (deleted)".
+ */
+export function openFolder(path: string): { fd: number; real: string } {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | (constants.O_NONBLOCK ?? 0));
+  try {
+    return { fd, real: readlinkSync(procPath(fd)) };
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
 
 /** The folder of `path`, open, and where it really is; undefined when it cannot be opened (the plain open then says why). */
 function folderOf(path: string, cache: FolderCache | undefined): { fd: number; real: string; owned: boolean } | undefined {
   const dir = dirname(path);
   if (cache !== undefined && cache.path === dir && cache.fd !== undefined) return { fd: cache.fd, real: cache.real!, owned: false };
   let fd: number;
-  try {
-    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return undefined;
-  }
   let real: string;
   try {
-    real = readlinkSync(`/proc/self/fd/${fd}`);
+    ({ fd, real } = openFolder(dir));
   } catch {
-    closeSync(fd);
     return undefined;
   }
   // Removed meanwhile: the plain open says so.
@@ -212,7 +228,7 @@ function openInFolder(path: string, opts: ReadOptions): number {
     if (!isInside(opts.root, folder.real)) {
       throw new OutsideError(`this file's folder is ${printable(folder.real)}, outside the repository folder ${printable(opts.root)}: a folder on its path is a link out of the repository, or was swapped for one while it was being read; dus-sync reads only files inside it: run again once the files stop changing, or pass --follow-external-symlinks to allow links that leave it`);
     }
-    return openSync(`/proc/self/fd/${folder.fd}/${basename(path)}`, OPEN_FLAGS);
+    return openSync(`${procPath(folder.fd)}/${basename(path)}`, OPEN_FLAGS);
   } finally {
     if (folder.owned) closeSync(folder.fd);
   }
