@@ -10,7 +10,7 @@
 // validate/plan refuse a desired-state file that holds one (src/load/documents.ts).
 import type { Action, DesiredState, LiveFirmware, LiveState, Logger, Plan } from './model/index.js';
 import { UserError } from './errors.js';
-import { containsSecret, REDACTED, redactDeep, secretsGeneration } from './redact.js';
+import { REDACTED, redactDeep, secretsGeneration, textMayHoldKey } from './redact.js';
 
 export interface KeyLocation {
   readonly tenant: string;
@@ -99,9 +99,6 @@ export function collectRecord(r: LiveFirmware, into: Set<string>): boolean {
   return true;
 }
 
-/** A character with which redact starts decoding (percent, backslash and HTML escapes). */
-const ESCAPES = /[%\\&]/;
-
 /**
  * Whether strings gathered by collectStrings or collectRecord (all of them plain: `plain` true)
  * may hold a key: the search over them as one text, as keysInAll does.
@@ -110,7 +107,7 @@ export function stringsMayHoldKey(strings: ReadonlySet<string>, plain: boolean):
   if (!plain) return true;
   if (strings.size === 0) return false;
   const text = [...strings].join('\n');
-  return ESCAPES.test(text) || containsSecret(text);
+  return textMayHoldKey(text);
 }
 
 /**
@@ -147,7 +144,7 @@ function keysInAll(visit: Visit): KeyLocation[] {
   let plain = true;
   const flush = (): void => {
     const text = plain ? [...strings].join('\n') : '';
-    if (!plain || ESCAPES.test(text) || containsSecret(text)) {
+    if (!plain || textMayHoldKey(text)) {
       for (let i = 0; i < values.length; i++) {
         const v = values[i]!;
         const name = kinds[i] === 'firmware' ? firmwareName(v as LiveFirmware) : `action ${(v as Action).id}`;

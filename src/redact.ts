@@ -87,6 +87,15 @@ export function redactDeep<T>(value: T, onFound?: (path: string) => void): T {
 const ESCAPE_START = /[%\\&]/;
 
 /**
+ * Whether a text of strings joined one per line may hold a key as redact would find it in one of
+ * them: without a character that starts an escape, redact searches a string as it is written, so
+ * a key it would find stands in the text as written (a hit across two lines is a false alarm).
+ */
+export function textMayHoldKey(text: string): boolean {
+  return ESCAPE_START.test(text) || containsSecret(text);
+}
+
+/**
  * Whether no string of the value (nor any object or Map key) holds a key, decided by one search
  * over all of them as one text, one per line, as walk would read them: without a character
  * that starts an escape, redact searches a string as it is written, so a key walk would find
@@ -123,7 +132,7 @@ function holdsNoKey(value: object): boolean {
   };
   if (!gather(value, 0)) return false;
   const text = strings.join('\n');
-  return !ESCAPE_START.test(text) && !containsSecret(text);
+  return !textMayHoldKey(text);
 }
 
 /** Deep copy with every registered secret replaced, for objects that get logged or thrown. */
