@@ -7,7 +7,7 @@ import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SE
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '../model/index.js';
 import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
-import { isEnvName, registerConfiguredKeys, registerKeysOfRawConfig } from './keys.js';
+import { isEnvName, registerKeysOfRawConfig } from './keys.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
@@ -135,7 +135,8 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   // Every key the config can name is known to redaction from here on, in every command (validate
   // and diff too, which need no key): a key pasted into a desired-state file by mistake is then
   // [REDACTED] in the issues, diffs and logs that quote the file, not only once a run reads keys.
-  registerConfiguredKeys(resolved, opts.env);
+  // readConfigFile registered them as soon as the file was parsed (the same variables and files:
+  // a key file's path is taken from the config's folder either way), DUS_API_KEY* came first.
   return resolved;
 }
 
@@ -238,8 +239,9 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number, env: 
   } catch {
     throw one(shown, `the config expands too many YAML aliases (more than ${MAX_ALIAS_COUNT})`);
   }
-  // Before any issue quotes the config: the keys it names are known to redaction.
-  registerKeysOfRawConfig(value, file, env);
+  // Before any issue quotes the config: the keys it names are known to redaction (the clean
+  // parse above, the same value, registered them already: key files are read once).
+  if (clean === undefined) registerKeysOfRawConfig(value, file, env);
   const start = issueAt(shown, src.lineCounter, offsetOf(doc.contents!), '', '');
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigError([{ ...start, message: 'the config must be a mapping with apiVersion: dus-sync/v1 and kind: Config' }]);
