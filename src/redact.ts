@@ -50,6 +50,11 @@ export function clearSecretsForTests(): void {
   generation += 1;
 }
 
+/** Whether any key is registered (nothing to redact, nothing to look for, when none is). */
+export function anySecrets(): boolean {
+  return secrets.size > 0;
+}
+
 /** Changes whenever the set of keys does: a text redacted under an older generation must be redacted again. */
 export function secretsGeneration(): number {
   return generation;

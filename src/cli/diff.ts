@@ -80,7 +80,7 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
       return selectResourcePaths(paths, baseConfig);
     },
   });
-  const baseLoad = loadDocuments(atRef.files, baseConfig, filter);
+  const baseLoad = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
   const extra: DiffWarning[] = [];
   let baseDesired = baseLoad.desired;
   if (baseLoad.issues.length > 0) {

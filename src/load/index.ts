@@ -9,6 +9,7 @@ import type { Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
+import { anySecrets, redact, REDACTED, textMayHoldKey } from '../redact.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
@@ -187,16 +188,69 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
 
 // ---------------------------------------------------------------- parsing one file
 
-/** Pure: one file's documents, validated on their own. Never throws. */
-export function parseFile(file: SourceFile, config: ResolvedConfig): ParsedFile {
+/**
+ * One file's documents, validated on their own. Never throws. Pure but for the keys known to
+ * redaction: a value that holds one is an issue (keysInValues).
+ */
+export function parseFile(file: SourceFile, config: ResolvedConfig, opts: { readonly sent?: boolean } = {}): ParsedFile {
   const shown = displayPath(config, file.path);
   try {
-    return fastParseFile(file, shown, config) ?? parseFileWithYaml(file, shown, config);
+    const parsed = fastParseFile(file, shown, config) ?? parseFileWithYaml(file, shown, config);
+    // (The base of diff is never sent: a change that takes a key out of a file must diff.)
+    return opts.sent === false ? parsed : keysInValues(file, parsed, readPolicy(config).maxFileBytes);
   } catch (err) {
     // A bug in a check must not hide the other files' results.
     const message = `this file could not be checked (${err instanceof Error ? err.message : String(err)}); please report it`;
     return { path: file.path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message }] };
   }
+}
+
+/**
+ * A valid document whose spec holds an API key known to redaction (a tenant's key pasted into a
+ * phase name, a note, a file name) is refused: apply would send the key to the API, where it is
+ * stored and shown to anyone who can read the tenant, while every output of dus-sync shows it as
+ * [REDACTED] and nobody notices. One search of the file's text decides for nearly every file: a
+ * value holds only what is written, unless a double-quoted escape (\\) or a single-quoted '' spells
+ * it otherwise, and redact also decodes %, & and \\ escapes (textMayHoldKey). Only then are the
+ * documents' strings walked, and the file parsed again for the places.
+ */
+function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number): ParsedFile {
+  if (!anySecrets() || (!textMayHoldKey(file.text) && !file.text.includes("''"))) return parsed;
+  const found: { index: number; path: string[]; key: boolean }[] = [];
+  const walk = (v: unknown, path: string[], index: number): void => {
+    if (typeof v === 'string') {
+      if (redact(v) !== v) found.push({ index, path, key: false });
+    } else if (Array.isArray(v)) {
+      v.forEach((x, i) => walk(x, [...path, String(i)], index));
+    } else if (isPlainObject(v)) {
+      for (const [k, x] of Object.entries(v)) {
+        if (redact(k) !== k) found.push({ index, path: [...path, k], key: true });
+        walk(x, [...path, k], index);
+      }
+    }
+  };
+  // What apply sends: a firmware's spec, an action's phases.
+  for (const d of parsed.documents) {
+    const o = d.object;
+    if (o !== undefined) walk(o.kind === 'firmware' ? o.spec : o.phases, o.kind === 'firmware' ? ['spec'] : ['spec', 'phases'], d.index);
+  }
+  if (found.length === 0) return parsed;
+  const src = parseYamlSource(parsed.file, file.text, maxFileBytes);
+  const issues: ConfigIssue[] = found.map(({ index, path, key }) => {
+    const doc = src.documents[index];
+    const at = doc === undefined ? parsed.documents.find((d) => d.index === index)!.source : yamlPosition(src, doc)(path, key);
+    return {
+      ...at, pointer: redact(`/${path.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`),
+      message: `${redact(path.join('.'))}${key ? ' (the field name)' : ''} holds an API key (shown as ${REDACTED}), which dus-sync would send to the API, where anyone who can read the tenant sees it: remove the key from this value, and rotate it if this file was ever pushed`,
+    };
+  });
+  // Nothing of such a document is desired state: the file is invalid, as with any other issue.
+  const bad = new Set(found.map((f) => f.index));
+  return {
+    ...parsed,
+    documents: parsed.documents.map((d) => (bad.has(d.index) ? { index: d.index, source: d.source, ...(d.identity ? { identity: d.identity } : {}) } : d)),
+    issues: sortIssues([...parsed.issues, ...issues]),
+  };
 }
 
 /** The reference path: every node keeps its position, so every issue gets an exact place. */
@@ -434,8 +488,9 @@ function sortFirmwares(firmwares: DesiredFirmware[]): void {
   }
 }
 
-export function loadDocuments(files: readonly SourceFile[], config: ResolvedConfig, filter?: LoadFilter): LoadResult {
-  return assemble(files.map((f) => parseFile(f, config)), config, filter);
+/** `sent: false`: the documents are only compared, never sent (the base of diff): a key in them is no issue. */
+export function loadDocuments(files: readonly SourceFile[], config: ResolvedConfig, filter?: LoadFilter, opts: { readonly sent?: boolean } = {}): LoadResult {
+  return assemble(files.map((f) => parseFile(f, config, opts)), config, filter);
 }
 
 // ---------------------------------------------------------------- reading

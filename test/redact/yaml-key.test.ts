@@ -34,24 +34,36 @@ describe('a key typed into a desired-state file', () => {
   execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'add', '.'], { cwd: dir });
   execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'base'], { cwd: dir });
 
-  it('is [REDACTED] in diff, in every format', () => {
+  it('in a value apply would send, is an issue of diff (every format), validate, plan and apply: nothing is sent', () => {
     writeFileSync(join(dir, 'tenants/a.yaml'), action(`wave-${KEY}`));
-    for (const format of ['text', 'json', 'markdown']) {
-      const out = run(['diff', '--base', 'HEAD', '--format', format]);
-      expect(out).toContain('[REDACTED]');
-      expectNoKey(out, `diff --format ${format}`);
+    for (const args of [['diff', '--base', 'HEAD'], ['diff', '--base', 'HEAD', '--format', 'json'], ['diff', '--base', 'HEAD', '--format', 'markdown'], ['validate'], ['plan'], ['apply', '--auto-approve']]) {
+      const r = spawnSync(process.execPath, [CLI, ...args], {
+        cwd: dir, encoding: 'utf8', timeout: 30_000,
+        env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.state') },
+      });
+      const out = `${r.stdout}\n${r.stderr}`;
+      expect(r.status, `${args.join(' ')}: ${out}`).toBe(1);
+      expect(out).toContain('tenants/a.yaml:7:13: spec.phases.0.name holds an API key (shown as [REDACTED])');
+      expectNoKey(out, args.join(' '));
     }
   });
 
   it('is [REDACTED] in the markdown of diff when its characters are ones the markdown and mermaid escapes respell', () => {
     const odd = 'ab1:cd2;ef3#gh4:ij5;kl6@mn7';
-    // A new phase after the committed wave-1: shown in the list and in the mermaid chart.
+    // A phase named by the key in the base (a change that takes it out is diffed): shown in the
+    // list and in the mermaid chart, and escaped there.
     writeFileSync(join(dir, 'tenants/a.yaml'), `${action('wave-1')}    - name: ${odd}\n`);
+    const git = (...a: string[]) => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...a], { cwd: dir });
+    git('add', '.');
+    git('commit', '-qm', 'with the key');
+    writeFileSync(join(dir, 'tenants/a.yaml'), `${action('wave-1')}    - name: wave-2\n`);
     const out = run(['diff', '--base', 'HEAD', '--format', 'markdown'], { DUS_API_KEY_ACME: odd });
     // As GitHub shows it: mermaid's #58; and HTML's &#64; decoded, zero-width spaces dropped.
     const shown = out.replace(/&?#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n))).replace(/\u200b/g, '');
     expect(out).toContain('[REDACTED]');
+    expect(out).not.toContain('holds an API key');
     for (let i = 0; i + 8 <= odd.length; i++) expect(shown.includes(odd.slice(i, i + 8)), shown).toBe(false);
+    git('reset', '-q', '--hard', 'HEAD~1');
   });
 
   it('is [REDACTED] in an issue of dus-sync.yaml itself, whichever variable or file holds it', () => {

@@ -1,0 +1,57 @@
+// A desired-state value that holds an API key known to redaction is an issue at its place:
+// apply would otherwise send the key to the API, while every output shows it [REDACTED].
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseFile } from '../../src/load/index.js';
+import type { ResolvedConfig } from '../../src/model/index.js';
+import { clearSecretsForTests, registerSecret } from '../../src/redact.js';
+
+const config: ResolvedConfig = {
+  dir: process.cwd(), defaultTenant: 'acme', tenants: { acme: {} }, safety: {}, watchIntervalMs: 300_000, suspend: false,
+};
+const KEY = "k3y-0123456789abcdef";
+afterEach(() => clearSecretsForTests());
+
+const action = (phase: string, extra = '') => `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme${extra} }\nspec:\n  id: 7\n  phases:\n    - name: wave-1\n    - ${phase}\n`;
+const firmware = (field: string) => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "1.0.0"\n  component_name: modem\n  ${field}\n`;
+
+function issues(text: string) {
+  const parsed = parseFile({ path: 'a.yaml', text }, config);
+  return { issues: parsed.issues.map((i) => `${i.line}:${i.column} ${i.pointer} ${i.message.slice(0, 90)}`), objects: parsed.documents.filter((d) => d.object).length };
+}
+
+describe('a key in a value apply would send', () => {
+  const cases: [string, string, string][] = [
+    ['in a phase name, as written', action(`name: wave-${KEY}`), '8:13 /spec/phases/1/name'],
+    ['spelt with a double-quoted escape', action(`name: "wave-k3y\\x2D0123456789abcdef"`), '8:13 /spec/phases/1/name'],
+    ['in a note of info', action(`name: w2\n      info: { note: "see ${KEY}" }`), '9:21 /spec/phases/1/info/note'],
+    ['as a key of info (the pointer redacted)', action(`name: w2\n      info: { ${KEY}: 1 }`), '9:15 /spec/phases/1/info/[REDACTED]'],
+    ['in a firmware field', firmware(`dependencies: [{ component_name: ${KEY}, min_version: "1.0" }]`), '7:36 /spec/dependencies/0/component_name'],
+  ];
+  for (const [what, text, at] of cases) {
+    it(`${what}: an issue there, and no object`, () => {
+      registerSecret(KEY);
+      const r = issues(text);
+      expect(r.issues).toHaveLength(1);
+      expect(r.issues[0]).toContain(at);
+      expect(r.issues[0]).toContain('holds an API key');
+      expect(r.issues[0]).not.toContain(KEY);
+      expect(r.objects).toBe(0);
+    });
+  }
+
+  it('a key spelt with a single-quoted quote', () => {
+    const odd = "k3y'0123456789abcdef";
+    registerSecret(odd);
+    const r = issues(action(`name: 'k3y''0123456789abcdef'`));
+    expect(r.issues).toEqual([expect.stringContaining('8:13 /spec/phases/1/name')]);
+  });
+
+  it('no issue where nothing is sent (a label), where no key is registered, or for another text', () => {
+    const labelled = action('name: w2', `, labels: { note: "x${KEY}" }`);
+    registerSecret(KEY);
+    expect(issues(labelled)).toEqual({ issues: [], objects: 1 });
+    expect(issues(action('name: w2'))).toEqual({ issues: [], objects: 1 });
+    clearSecretsForTests();
+    expect(issues(action(`name: wave-${KEY}`))).toEqual({ issues: [], objects: 1 });
+  });
+});
