@@ -224,7 +224,7 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number, env: 
     let parsed: Position | undefined;
     const position: Position = (path, key) => (parsed ??= yamlPositionOf(shown, text, maxBytes))(path, key);
     const config = clean as Config;
-    const issues = [...apiKeyEnvIssues(clean, position), ...defaultTenantIssues(config, position), ...intervalIssues(config, position), ...windowIssues(config, position, Date.now())];
+    const issues = [...apiKeyEnvIssues(clean, position), ...tenantNameIssues(config, position), ...defaultTenantIssues(config, position), ...intervalIssues(config, position), ...windowIssues(config, position, Date.now())];
     if (issues.length === 0) return { config, position };
   }
   const src = parseYamlSource(shown, text, maxBytes);
@@ -255,7 +255,7 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number, env: 
   const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, errors, new Set(scanned.map((i) => i.pointer)))), ...apiKeyEnvIssues(value, yamlPosition(src, doc))];
   const position = yamlPosition(src, doc);
   if (ok) {
-    issues.push(...defaultTenantIssues(value as Config, position), ...intervalIssues(value as Config, position), ...windowIssues(value as Config, position, Date.now()));
+    issues.push(...tenantNameIssues(value as Config, position), ...defaultTenantIssues(value as Config, position), ...intervalIssues(value as Config, position), ...windowIssues(value as Config, position, Date.now()));
   }
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return { config: value as Config, position };
@@ -288,6 +288,40 @@ function apiKeyEnvIssues(value: object, position: Position): ConfigIssue[] {
 }
 
 /** default_tenant must be one of the listed tenants, when tenants are listed. */
+/**
+ * Each configured tenant must be its own tenant to the service. Its name travels in the
+ * x-service-tenant header, which servers trim and may compare without case, and the API's
+ * actions name it by tenant_id (the name, or tenants.NAME.tenant_id): two entries that a server
+ * could take for one tenant ("acme" and "acme ", "acme" and "ACME", two of one tenant_id) would
+ * plan and apply as two tenants, in parallel, each appending the same phase. Refused, as is a
+ * name a header cannot carry as written (a space at an end, a control character).
+ */
+export function tenantNameIssues(config: Config, position: Position): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const byName = new Map<string, string>();
+  const byId = new Map<string, string>();
+  for (const [name, t] of Object.entries(config.tenants ?? {})) {
+    const at = { ...position(['tenants', name], true), pointer: `/tenants/${name.replace(/~/g, '~0').replace(/\//g, '~1')}` };
+    if (/^\s|\s$/.test(name) || [...name].some((c) => c < ' ' || c === '\u007f')) {
+      issues.push({ ...at, message: `the tenant name ${JSON.stringify(name)} has a space at an end or a control character, which the x-service-tenant header cannot carry as written (servers trim it, so it could name another tenant); write the name without it` });
+      continue;
+    }
+    const folded = name.toLowerCase();
+    const id = (t?.tenant_id ?? name).trim().toLowerCase();
+    const sameName = byName.get(folded);
+    const sameId = byId.get(id);
+    if (sameName !== undefined || sameId !== undefined) {
+      const other = sameName ?? sameId!;
+      const why = sameName !== undefined ? 'their names differ only in case, which a server may ignore' : `their tenant_id is the same to the API, "${id}" without case`;
+      issues.push({ ...at, message: `tenants "${name}" and "${other}" may be one tenant to the service (${why}): as two entries they would be planned and applied apart, and could append the same phase twice; keep one entry per tenant` });
+      continue;
+    }
+    byName.set(folded, name);
+    byId.set(id, name);
+  }
+  return issues;
+}
+
 function defaultTenantIssues(config: Config, position: Position): ConfigIssue[] {
   const known = Object.keys(config.tenants ?? {});
   const t = config.default_tenant;

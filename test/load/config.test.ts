@@ -195,3 +195,30 @@ describe('default tenant', () => {
     expect(err.message).toBe('the environment variable DUS_TENANT must name one of the tenants in dus-sync.yaml (acme, globex); its value is not shown, since environment variables may hold secrets');
   });
 });
+
+describe('one entry per service tenant', () => {
+  const config = (tenants: string) => `apiVersion: dus-sync/v1\nkind: Config\nbase_url: http://127.0.0.1:9\ntenants:\n${tenants}`;
+  const refused: [string, string, RegExp][] = [
+    ['a space at the end of a name', '  acme: { api_key_env: K }\n  "acme ": { api_key_env: K, tenant_id: acme }\n', /dus-sync\.yaml:6:3: the tenant name "acme " has a space at an end/],
+    ['a space at the start', '  " acme": { api_key_env: K }\n', /dus-sync\.yaml:5:3: the tenant name " acme" has a space/],
+    ['a control character', '  "ac\\tme": { api_key_env: K }\n', /dus-sync\.yaml:5:3: the tenant name "ac\\tme" .* control character/],
+    ['names that differ only in case', '  acme: { api_key_env: K }\n  ACME: { api_key_env: K }\n', /dus-sync\.yaml:6:3: tenants "ACME" and "acme" may be one tenant to the service \(their names differ only in case/],
+    ['one tenant_id for two', '  acme: { api_key_env: K, tenant_id: t-1 }\n  acme2: { api_key_env: K, tenant_id: T-1 }\n', /dus-sync\.yaml:6:3: tenants "acme2" and "acme" may be one tenant .*tenant_id is the same to the API, "t-1"/],
+    ['a tenant_id that is another tenant\'s name', '  acme: { api_key_env: K }\n  corp: { api_key_env: K, tenant_id: acme }\n', /dus-sync\.yaml:6:3: tenants "corp" and "acme" may be one tenant/],
+  ];
+  for (const [what, tenants, message] of refused) {
+    for (const extra of ['', 'x-anchor: &a 1\n']) {
+      it(`refuses ${what}${extra ? ' (yaml path)' : ''}`, async () => {
+        const dir = folder(`tenants-${what.replace(/\W/g, '')}${extra ? '-y' : ''}`, { 'dus-sync.yaml': config(tenants) + extra.replace(/x-anchor.*/, 'safety: &a { max_changes: 1 }\n') });
+        const err = await resolveConfig({ cwd: dir, env: {} }).then(() => undefined, (e: unknown) => e);
+        expect(err).toBeInstanceOf(ConfigError);
+        expect(String((err as ConfigError).message)).toMatch(message);
+      });
+    }
+  }
+  it('accepts distinct tenants, tenant_id that is its own name', async () => {
+    const dir = folder('tenants-ok', { 'dus-sync.yaml': config('  acme: { api_key_env: K, tenant_id: acme }\n  globex: { api_key_env: K, tenant_id: g-1 }\n  acme-eu: { api_key_env: K }\n') });
+    const resolved = await resolveConfig({ cwd: dir, env: {} });
+    expect(Object.keys(resolved.tenants)).toEqual(['acme', 'globex', 'acme-eu']);
+  });
+});
