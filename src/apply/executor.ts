@@ -494,28 +494,41 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedCha
         return { status: 'applied', message: `the API accepted it (${(err as ApiError).status}) but its answer could not be used: ${sentence(err)}` };
       }
       if (certainlyNotApplied(err)) {
-        // A 4xx says "not done"; a read makes sure a server that stored it and said 400 anyway
-        // does not get it again. Only refusals made before the request is processed (not sent,
-        // 401, 403, 429) are certain; after any other 4xx the append stays in doubt: its reads
-        // may lag, so it is never sent again in this run, and a later run sends it only after
-        // reads have shown it absent for the settle window.
-        if (err instanceof ApiError && err.status !== undefined && err.status !== 429) {
+        // A 4xx says "not done"; a read makes sure a server that stored it and said 4xx anyway
+        // does not get it again. Only a request the client never sent is certain; after a 4xx
+        // the append stays in doubt, since its reads may lag: after a 429 it is sent again only
+        // once reads have shown it absent for the settle window (this run waits for it), after
+        // any other it is not sent again in this run, and a later run sends it only after reads
+        // have shown it absent for the settle window.
+        if (err instanceof ApiError && err.status !== undefined && err.details.outcome !== 'not-sent') {
           const check = await readWithRetry(() => tc.getAction(c.action_id), deps).catch(() => null);
-          const shown = check?.phases[k];
-          if (check && shown !== undefined && same(normalizePhase(shown), c.after)) {
-            await deps.journal.recordOutcome(intent.id, 'applied');
-            const after = afterAnswer(c, check, expected);
-            return { ...after, message: `the API answered ${err.status} but a read shows the phase stored${after.message ? `; ${after.message}` : ''}` };
+          const stored = await shownStored(c, check, err.status, intent.id, expected, deps);
+          if (stored !== undefined) return stored;
+          const settle = Math.round((deps.settleMs ?? 30_000) / 1000);
+          if (check && err.status === 429 && err.retryable && send < MAX_SENDS) {
+            await deps.journal.recordAbsent(intent.id, deps.clock.now());
+            try {
+              await deps.clock.sleep(Math.max(deps.settleMs ?? 30_000, READ_BACKOFF_MS * 2 ** (send - 1)), deps.signal);
+            } catch {
+              // Interrupted: the intent stays open, absent; the next run settles it from the journal.
+              return { status: 'skipped', message: INTERRUPTED };
+            }
+            const again = await readWithRetry(() => tc.getAction(c.action_id), deps).catch(() => null);
+            const late = await shownStored(c, again, err.status, intent.id, expected, deps);
+            if (late !== undefined) return late;
+            if (again === null) {
+              return { status: 'failed', message: `the API answered 429 and action ${c.action_id} could not be read back; it is not sent again now, and the next run settles it from the journal`, stopChain: `skipped because the outcome of appending phase ${c.index} is unknown` };
+            }
+            await deps.journal.recordOutcome(intent.id, 'not-applied');
+            lastRefusal = err;
+            continue;
           }
-          if (!refusedBeforeProcessing(err)) {
-            if (check) await deps.journal.recordAbsent(intent.id, deps.clock.now());
-            const settle = Math.round((deps.settleMs ?? 30_000) / 1000);
-            return {
-              status: 'failed',
-              message: `the API refused the append: ${sentence(err)}; it is not sent again in this run, and a later run sends it only after reads have shown it absent for ${settle} s (a server may store an append and still answer ${err.status})`,
-              stopChain: `skipped because the API refused phase ${k}`,
-            };
-          }
+          if (check) await deps.journal.recordAbsent(intent.id, deps.clock.now());
+          return {
+            status: 'failed',
+            message: `the API refused the append: ${sentence(err)}; it is not sent again in this run, and a later run sends it only after reads have shown it absent for ${settle} s (a server may store an append and still answer ${err.status})`,
+            stopChain: `skipped because the API refused phase ${k}`,
+          };
         }
         await deps.journal.recordOutcome(intent.id, 'not-applied');
         lastRefusal = err;
@@ -585,9 +598,13 @@ async function unknownOutcome(c: PhaseChange, err: unknown, intentId: string, ex
   };
 }
 
-/** 401, 403 and 429 come from checks made before a request is processed (keys, rate limits). */
-function refusedBeforeProcessing(err: ApiError): boolean {
-  return err.details.outcome === 'not-sent' || err.status === 401 || err.status === 403 || err.status === 429;
+/** The read after a refused append shows the phase stored at its index: applied after all. */
+async function shownStored(c: PhaseChange, check: Action | null, status: number, intentId: string, expected: readonly PhaseSpec[], deps: ExecutorDeps): Promise<Outcome | undefined> {
+  const shown = check?.phases[c.index];
+  if (!check || shown === undefined || !same(normalizePhase(shown), c.after)) return undefined;
+  await deps.journal.recordOutcome(intentId, 'applied');
+  const after = afterAnswer(c, check, expected);
+  return { ...after, message: `the API answered ${status} but a read shows the phase stored${after.message ? `; ${after.message}` : ''}` };
 }
 
 /** A failed write the API certainly did not perform: the client says so, or the server answered 4xx. */

@@ -232,6 +232,70 @@ describe('executePlan', () => {
     expect(api.phases('acme', 42)).toHaveLength(1);
   });
 
+  describe('a 429 from the server (the client says refused, not not-sent)', () => {
+    const answered429 = () => new ApiError('append_phase answered 429', { status: 429, retryable: true, outcome: 'refused' });
+    /** A server that may store the append before it answers 429, and whose reads lag `lagMs` behind its writes. */
+    function lying(api: FakeApi, d: ReturnType<typeof deps>, opts: { stores: boolean; lagMs: number; status?: number }) {
+      const tc = api.tenant('acme');
+      let storedAt: number | undefined;
+      let first = true;
+      api.tenant = () => ({
+        ...tc,
+        appendPhase: async (id, p) => {
+          if (first) {
+            first = false;
+            if (opts.stores) { await tc.appendPhase(id, p); storedAt = d.clock.now(); }
+            throw opts.status === undefined ? answered429() : new ApiError(`append_phase answered ${opts.status}`, { status: opts.status, retryable: false, outcome: 'refused' });
+          }
+          return tc.appendPhase(id, p);
+        },
+        getAction: async (id) => {
+          const a = await tc.getAction(id);
+          if (a && storedAt !== undefined && d.clock.now() - storedAt < opts.lagMs) return { ...a, phases: a.phases.slice(0, -1) };
+          return a;
+        },
+      });
+    }
+
+    it('stored anyway, with reads lagging less than the settle window: not sent again, applied', async () => {
+      const api = new FakeApi({ journalPath: journal.path });
+      api.addAction('acme', 42);
+      const d = deps(api, { settleMs: 30_000 });
+      lying(api, d, { stores: true, lagMs: 20_000 });
+      const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+      expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['a']);
+      expect(report.applied).toBe(1);
+      expect(report.results[0]!.message).toMatch(/answered 429 but a read shows the phase stored/);
+      expect(d.clock.slept).toContain(30_000);
+      expect(journal.open()).toEqual([]);
+    });
+
+    it('not stored: sent again once reads have shown it absent for the settle window, once', async () => {
+      const api = new FakeApi({ journalPath: journal.path });
+      api.addAction('acme', 42);
+      const d = deps(api, { settleMs: 5_000 });
+      lying(api, d, { stores: false, lagMs: 0 });
+      const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+      expect(report.applied).toBe(1);
+      expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['a']);
+      expect(d.clock.slept).toContain(5_000);
+      // The refused send is settled; the second is acknowledged (2xx), kept until a read shows it.
+      expect(journal.open().map((i) => i.state)).toEqual(['acknowledged']);
+    });
+
+    it('a 403 after storing it, with lagging reads: not sent again in this run, left in doubt for the next', async () => {
+      const api = new FakeApi({ journalPath: journal.path });
+      api.addAction('acme', 42);
+      const d = deps(api, { settleMs: 30_000 });
+      lying(api, d, { stores: true, lagMs: 60_000, status: 403 });
+      const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+      expect(report.failed).toBe(1);
+      expect(report.results[0]!.message).toMatch(/not sent again in this run/);
+      expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['a']);
+      expect(journal.open()).toHaveLength(1);
+    });
+  });
+
   it('sends nothing when the action cannot be read before an append', async () => {
     const api = fakeWith({ readFault: () => 'error' });
     api.addAction('acme', 42);
