@@ -253,6 +253,33 @@ function slotOf(acc: Accumulated): Slot {
   return slot;
 }
 
+type Listed = FirmwareBundle['firmwares'][number];
+
+/**
+ * Whether a listing is the record `r` again (the same firmware listed in another bundle): the
+ * same component and fields, and the same firmware_id when both have one. Records that differ
+ * (one firmware_id listed with two sizes is two records to dus-sync too) stay apart, and plan reports the number as ambiguous: the PUT addresses firmware by
+ * version number only, and one record's fields written back over the other's would change what
+ * the YAML does not manage (a breaker found twins merged, and the second one's size rewritten).
+ */
+function sameFirmware(r: Accumulated['record'], fw: Listed): boolean {
+  if (r.component_name !== fw.component_name) return false;
+  if (r.firmware_id != null && fw.firmware_id != null && r.firmware_id !== fw.firmware_id) return false;
+  return r.is_deactivated === (fw.is_deactivated ?? null) && r.uncompressed_size === (fw.uncompressed_size ?? null)
+    && sameDependencyLists(r.dependencies, fw.dependencies ?? []);
+}
+
+/** The same dependencies, in any order, every field of each compared. */
+function sameDependencyLists(a: readonly object[], b: readonly object[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  if (a.length === 0) return true;
+  const key = (d: object): string => JSON.stringify(d, Object.keys(d).sort());
+  const x = a.map(key).sort();
+  const y = b.map(key).sort();
+  return x.every((k, i) => k === y[i]);
+}
+
 function byComponentName(a: LiveFirmware, b: LiveFirmware): number {
   return a.component_name < b.component_name ? -1 : a.component_name > b.component_name ? 1 : 0;
 }
@@ -328,14 +355,20 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
       }
       return;
     }
-    const i = held.list.findIndex((a) => a.top === true && a.record.component_name === component);
-    if (i === -1) return;
-    const [gone] = held.list.splice(i, 1);
-    spend(-sizeOf(gone!));
-    if (gone!.record.firmware_id != null && held.byId.get(gone!.record.firmware_id) === gone) held.byId.delete(gone!.record.firmware_id);
-    if (held.byComponent.get(component) === gone) held.byComponent.delete(component);
-    if (held.list.length === 0) byNumber.delete(version);
-    evicted?.(version);
+    // Every record of that component under that number (twins, rare, are all of them).
+    for (let i = held.list.findIndex((a) => a.top === true && a.record.component_name === component); i !== -1;
+      i = held.list.findIndex((a) => a.top === true && a.record.component_name === component)) {
+      const [gone] = held.list.splice(i, 1);
+      spend(-sizeOf(gone!));
+      if (gone!.record.firmware_id != null && held.byId.get(gone!.record.firmware_id) === gone) held.byId.delete(gone!.record.firmware_id);
+      if (held.byComponent.get(component) === gone) held.byComponent.delete(component);
+      if (held.list.length === 0) byNumber.delete(version);
+      evicted?.(version);
+    }
+    if (!held.byComponent.has(component)) {
+      const next = held.list.find((a) => a.record.component_name === component);
+      if (next !== undefined) held.byComponent.set(component, next);
+    }
   };
   /** Whether a record of a version not declared is kept for the dependency check, making room for it. */
   const keepForDependencies = (fw: { readonly version_number: string; readonly component_name: string; readonly is_deactivated?: boolean | null; readonly dependencies?: readonly unknown[] | null }): 'dependent' | 'top' | undefined => {
@@ -483,7 +516,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         }
         if ('record' in held) {
           const r = held.record;
-          if ((fw.firmware_id != null && r.firmware_id === fw.firmware_id) || r.component_name === fw.component_name) {
+          if (sameFirmware(r, fw)) {
             addBundle(held, bundle.version);
             touch(held, bundle.version);
             continue;
@@ -491,7 +524,13 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         }
         const slot = 'record' in held ? slotOf(held) : held;
         if (slot !== held) byNumber.set(fw.version_number, slot);
-        const same = (fw.firmware_id != null ? slot.byId.get(fw.firmware_id) : undefined) ?? slot.byComponent.get(fw.component_name);
+        const byId = fw.firmware_id != null ? slot.byId.get(fw.firmware_id) : undefined;
+        let same = byId !== undefined && sameFirmware(byId.record, fw) ? byId : undefined;
+        if (same === undefined) {
+          const first = slot.byComponent.get(fw.component_name);
+          // Twins of one component (rare): the one this listing is, if any.
+          same = first === undefined ? undefined : sameFirmware(first.record, fw) ? first : slot.list.find((a) => sameFirmware(a.record, fw));
+        }
         if (same) {
           addBundle(same, bundle.version);
           touch(same, bundle.version);
@@ -675,19 +714,24 @@ export async function refreshLive(client: ApiClient, base: LiveState, targets: R
           const found = primary?.firmwares.find((f) => f.version_number === version && f.component_name === r.component_name);
           if (found === undefined) return { fallback: `firmware ${version} of tenant ${tenant} is no longer in bundle ${r.bundles[0]}` };
           const bundles = new Set(r.bundles);
-          for (const [b, answer] of answers) {
-            if (answer?.firmwares.some((f) => f.version_number === version && f.component_name === r.component_name)) bundles.add(b);
-            else bundles.delete(b);
-          }
-          fresh.push({
+          const record: Accumulated['record'] = {
             version_number: version,
             component_name: r.component_name,
             firmware_id: found.firmware_id ?? null,
             is_deactivated: found.is_deactivated ?? null,
             uncompressed_size: found.uncompressed_size ?? null,
             dependencies: found.dependencies ?? [],
-            bundles: [...bundles].sort(),
-          });
+            bundles: [],
+          };
+          for (const [b, answer] of answers) {
+            const listed = answer?.firmwares.filter((f) => f.version_number === version && f.component_name === r.component_name) ?? [];
+            // The same component listed as another record (sameFirmware): the full read decides.
+            if (listed.some((f) => !sameFirmware(record, f))) return { fallback: `firmware ${version} of tenant ${tenant} is listed as records that differ` };
+            if (listed.length > 0) bundles.add(b);
+            else bundles.delete(b);
+          }
+          record.bundles = [...bundles].sort();
+          fresh.push(record);
         }
         // Another component under the same number, in a bundle read now: the base no longer describes it.
         for (const answer of answers.values()) {

@@ -177,6 +177,12 @@ function ambiguityMessage(fw: DesiredFirmware, records: readonly LiveFirmware[])
   const names = records.map((r) => clip(r.component_name, 60)).sort(compareStrings);
   const components = names.length > 10 ? `${names.slice(0, 10).join(', ')} and ${names.length - 10} more` : names.join(', ');
   const wanted = fw.spec.component_name;
+  if (new Set(names).size < names.length && (wanted === undefined || records.some((r) => r.component_name === wanted))) {
+    // One component listed as records that differ (another firmware_id, size, state or dependencies).
+    const each = records.map((r) => `${clip(r.component_name, 60)}${r.firmware_id != null ? ` ${clip(r.firmware_id, 60)}` : ''} in ${clip(r.bundles.join(', ') || 'no bundle', 100)}`).sort(compareStrings);
+    const shown = each.length > 5 ? `${each.slice(0, 5).join('; ')} and ${each.length - 5} more` : each.join('; ');
+    return `version ${version} is listed as ${records.length} firmware records that differ (${shown}); the PUT addresses firmware by version number only and would write one record's fields over the others, so dus-sync will not change it: make the records agree in the service, or remove the document`;
+  }
   if (wanted === undefined) {
     return `version ${version} is ambiguous: it matches firmware of components ${components}; the API updates by version number only, so dus-sync cannot address one`;
   }

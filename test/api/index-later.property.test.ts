@@ -32,6 +32,8 @@ const world = fc.record({
   // Sometimes one or two firmware in many bundles: more bundle versions than a record keeps.
   catalogue: fc.oneof(
     fc.uniqueArray(firmware, { selector: (f) => `${f.version_number}\0${f.component_name}`, minLength: 1, maxLength: 14 }),
+    // Twins: one number and component listed as records that differ (firmware_id or fields).
+    fc.uniqueArray(firmware, { selector: (f) => `${f.version_number}\0${f.component_name}\0${f.firmware_id}\0${f.is_deactivated}\0${f.uncompressed_size}`, minLength: 1, maxLength: 10 }),
     fc.uniqueArray(firmware, { selector: (f) => `${f.version_number}\0${f.component_name}`, minLength: 1, maxLength: 2 }),
   ),
   listing: fc.array(fc.tuple(bundleNames, fc.array(fc.nat(100), { minLength: 1, maxLength: 5 })), { minLength: 1, maxLength: 40 }),
