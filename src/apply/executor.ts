@@ -298,13 +298,19 @@ async function stillHeld(deps: ExecutorDeps): Promise<string | undefined> {
 const FIELDS = ['is_deactivated', 'uncompressed_size', 'dependencies'] as const;
 type Fields = Pick<LiveFirmware, (typeof FIELDS)[number]>;
 
-function fieldText(f: Fields, name: (typeof FIELDS)[number]): string {
-  return name === 'dependencies' ? canonicalJson(sortDependencies(f.dependencies)) : JSON.stringify(f[name]);
+/**
+ * A field as text. `whole`: each dependency with every field a server gave it (two reads of the
+ * live record compared: a change to a field of an entry the YAML does not manage is a change);
+ * else only the two the YAML can set (what was sent, against what a read shows).
+ */
+function fieldText(f: Fields, name: (typeof FIELDS)[number], whole = false): string {
+  if (name !== 'dependencies') return JSON.stringify(f[name]);
+  return whole ? `[${f.dependencies.map((d) => canonicalJson(d)).sort().join(',')}]` : canonicalJson(sortDependencies(f.dependencies));
 }
 
 /** The fields that differ between two states of a record (dependencies as a set). */
-function moved(a: Fields, b: Fields): (typeof FIELDS)[number][] {
-  return FIELDS.filter((name) => fieldText(a, name) !== fieldText(b, name));
+function moved(a: Fields, b: Fields, whole = false): (typeof FIELDS)[number][] {
+  return FIELDS.filter((name) => fieldText(a, name, whole) !== fieldText(b, name, whole));
 }
 
 function asFields(body: FirmwareUpdate): Fields {
@@ -332,13 +338,13 @@ async function applyFirmware(c: FirmwareChange, deps: ExecutorDeps): Promise<Out
       return { status: 'failed', message: `firmware ${c.key} (${c.component_name}) is no longer in bundle ${clip(bundle, 100)}; nothing was written: plan again` };
     }
     const now: Fields = { is_deactivated: record.is_deactivated ?? null, uncompressed_size: record.uncompressed_size ?? null, dependencies: record.dependencies ?? [] };
-    const drift = moved(baseline, now);
+    const drift = moved(baseline, now, true);
     if (drift.length > 0) {
       // Our earlier try may have landed after all: then the record holds exactly what we sent.
       if (moved(asFields(c.body), now).length === 0) {
         return attempt > 1 ? { status: 'applied' } : { status: 'skipped', message: `${ALREADY_THERE}; nothing sent` };
       }
-      const detail = drift.map((f) => `${f} ${clip(fieldText(baseline, f), 100)} → ${clip(fieldText(now, f), 100)}`).join(', ');
+      const detail = drift.map((f) => `${f} ${clip(fieldText(baseline, f, true), 100)} → ${clip(fieldText(now, f, true), 100)}`).join(', ');
       return { status: 'failed', message: `firmware ${c.key} changed since the plan was made (${detail}); it was not written, so nothing it does not manage is overwritten: plan again` };
     }
     const lost = await stillHeld(deps);

@@ -265,10 +265,11 @@ function diffFirmware(fw: DesiredFirmware, record: LiveFirmware): ObjectOutcome 
   const body: FirmwareUpdate = {
     is_deactivated: isDeactivated,
     uncompressed_size: uncompressedSize,
-    dependencies: (fw.spec.dependencies ?? record.dependencies).map((d) => ({
-      component_name: d.component_name,
-      min_version: d.min_version,
-    })),
+    // The YAML's as written; else the live list as read, every field of each entry (a server
+    // may keep more than the two the API document names: they are not the YAML's to drop).
+    dependencies: fw.spec.dependencies !== undefined
+      ? fw.spec.dependencies.map((d) => ({ component_name: d.component_name, min_version: d.min_version }))
+      : record.dependencies.map((d) => ({ ...d })),
   };
   const change: FirmwareChange = {
     tenant: fw.tenant,

@@ -61,6 +61,24 @@ const firmwareCases: Case[] = [
     },
   },
   {
+    name: 'unmanaged dependencies go into the PUT with every field the server gave them, in their order',
+    desired: desired(firmware({ version_number: '2.4.1', is_deactivated: true })),
+    live: live({ acme: { firmwares: [fw241({ uncompressed_size: 1000, dependencies: [dep('radio', '2.0'), { ...dep('boot', '1.2.0'), max_version: '1.9' } as never] })] } }),
+    check: (p) => {
+      const c = onlyFirmwareChange(p);
+      expect(c.body.dependencies).toEqual([dep('radio', '2.0'), { component_name: 'boot', min_version: '1.2.0', max_version: '1.9' }]);
+    },
+  },
+  {
+    name: 'managed dependencies go into the PUT as the YAML writes them',
+    desired: desired(firmware({ version_number: '2.4.1', dependencies: [dep('boot', '1.3.0')] })),
+    live: live({ acme: { firmwares: [fw241({ uncompressed_size: 1000, dependencies: [{ ...dep('boot', '1.2.0'), max_version: '1.9' } as never] })] } }),
+    check: (p) => {
+      const c = onlyFirmwareChange(p);
+      expect(c.body.dependencies).toEqual([dep('boot', '1.3.0')]);
+    },
+  },
+  {
     name: 'uncompressed_size differs alone',
     desired: desired(firmware({ version_number: '2.4.1', uncompressed_size: 1048576 })),
     live: live({ acme: { firmwares: [fw241({ is_deactivated: true })] } }),
