@@ -82,8 +82,11 @@ async function tryCreate(path: string, content: string): Promise<FileHandle | un
   try {
     h = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return undefined;
+    if (code === 'ELOOP' || code === 'EMLINK') throw new StateError(`${path} is a symbolic link; dus-sync does not follow links for its lock: remove it`);
+    // ENOENT in a folder that exists (/proc/self/fd), EACCES, EROFS...: one sentence, not errno text.
+    throw new StateError(`the lock ${path} cannot be created (${code ?? (err as Error).message}); pass --journal with a path in a writable folder of your own`);
   }
   try {
     await h.write(content);

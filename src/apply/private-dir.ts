@@ -3,7 +3,7 @@
 // and a shared folder (/tmp) lets others plant files: both are refused rather than followed.
 import { constants } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { chmod, lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { StateError } from '../errors.js';
 
@@ -46,7 +46,30 @@ export async function ensurePrivateDir(dir: string, what: string): Promise<void>
   if ((st.mode & 0o1000) !== 0) {
     throw new StateError(`${dir} is a shared folder (sticky bit); dus-sync keeps ${what} only in a folder of its own: pass --journal with a path in such a folder`);
   }
-  if ((st.mode & 0o077) !== 0) await chmod(dir, 0o700);
+  if ((st.mode & 0o077) !== 0) {
+    // Tightened only when it is dus-sync's own (empty, or holding only its files): `--journal
+    // /var/lib/x.jsonl` run as root must not make /var/lib 0700, nor `--journal ~/j.jsonl` a home.
+    const foreign = await foreignEntry(dir);
+    if (foreign !== undefined) {
+      throw new StateError(`${dir} can be reached by other users (mode ${(st.mode & 0o777).toString(8).padStart(3, '0')}) and holds ${foreign}, which is not dus-sync's, so dus-sync will not tighten it to 0700; pass --journal with a path in a folder of its own (a new one is created 0700)`);
+    }
+    await chmod(dir, 0o700);
+  }
+}
+
+/** What dus-sync keeps in its folder: journals, the lock, the append history, trigger times, temp files; a volume's lost+found. */
+const OURS = /^(apply\.lock|triggered\.json|[^/]+\.jsonl|\..+\.tmp|lost\+found)$/;
+
+/** The first entry of the folder that is not dus-sync's (quoted), or undefined when there is none. */
+async function foreignEntry(dir: string): Promise<string | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    return `entries it cannot list (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  const other = names.find((n) => !OURS.test(n));
+  return other === undefined ? undefined : JSON.stringify(other.length > 60 ? `${other.slice(0, 60)}…` : other);
 }
 
 /**
@@ -74,7 +97,8 @@ export async function openPrivateFile(path: string, flags: number, what: string)
     if (code === 'ELOOP' || code === 'EMLINK') throw new StateError(`${path} is a symbolic link; dus-sync does not follow links for ${what}: remove it`);
     if (code === 'EISDIR') throw new StateError(`${path} is a folder, not a file; remove it so dus-sync can keep ${what} there, or pass --journal with another path`);
     if (code === 'EACCES' || code === 'EPERM') throw new StateError(`${path} cannot be opened (${code}); check its permissions, or pass --journal with another path`);
-    throw err;
+    // ENOENT in a folder that exists (/proc/self/fd), EROFS, ENOSPC...: one sentence, not errno text.
+    throw new StateError(`${path} cannot be opened or created for ${what} (${code ?? (err as Error).message}); pass --journal with a path in a writable folder of your own`);
   }
   try {
     const st = await handle.stat();

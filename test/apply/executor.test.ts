@@ -582,7 +582,8 @@ describe('executePlan', () => {
     api.records.get('acme/1.0.0')!.fields.dependencies = deps0;
     const change: FirmwareChange = { ...firmware('acme', '1.0.0'), body: { is_deactivated: true, uncompressed_size: 1000, dependencies: deps0.map((d) => ({ ...d })) } };
     const d = deps(api);
-    api.records.get('acme/1.0.0')!.fields.dependencies = [{ component_name: 'boot', min_version: '1.2.0', max_version: '2.0' }];
+    const moved = [{ component_name: 'boot', min_version: '1.2.0', max_version: '2.0' }];
+    api.records.get('acme/1.0.0')!.fields.dependencies = moved;
     const report = await executePlan(planOf([change]), d);
     expect(report.results[0]).toMatchObject({ status: 'failed' });
     expect(report.results[0]!.message).toMatch(/changed since the plan was made \(dependencies \[\{"component_name":"boot","max_version":"1\.9","min_version":"1\.2\.0"\}\] → .*"2\.0"/);

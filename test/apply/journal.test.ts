@@ -145,6 +145,30 @@ describe('the journal file is never followed elsewhere', () => {
     expect(await mode(join(dir, '.dus-sync'))).toBe(0o700);
   });
 
+  it('an existing loose folder holding only dus-sync\'s files (journals, lock, history, temp) is tightened', async () => {
+    const own = join(dir, 'own');
+    await mkdir(own);
+    for (const name of ['old.jsonl', 'apply.lock.x.jsonl', 'triggered.json', '.journal.jsonl.1234.tmp', HISTORY_FILE]) await writeFile(join(own, name), '');
+    await chmod(own, 0o755);
+    const j = await Journal.open(join(own, 'journal.jsonl'));
+    await j.close();
+    expect(await mode(own)).toBe(0o700);
+  });
+
+  it('an existing loose folder holding anything else is refused, and left as it was (--journal /var/lib/x.jsonl as root)', async () => {
+    const system = join(dir, 'system');
+    await mkdir(system);
+    await writeFile(join(system, 'dpkg.status'), 'x');
+    await chmod(system, 0o755);
+    await expect(Journal.open(join(system, 'journal.jsonl'))).rejects.toThrow(/system can be reached by other users \(mode 755\) and holds "dpkg\.status", which is not dus-sync's, so dus-sync will not tighten it to 0700; pass --journal/);
+    expect(await mode(system)).toBe(0o755);
+  });
+
+  it.runIf(process.platform === 'linux')('a folder where no file can be made (/proc/self/fd) gets one sentence, not errno text', async () => {
+    const { acquireLock } = await import('../../src/apply/lock.js');
+    await expect(acquireLock('/proc/self/fd')).rejects.toThrow(/^the lock \/proc\/self\/fd\/apply\.lock cannot be created \(ENOENT\); pass --journal with a path in a writable folder of your own$/);
+  });
+
   it.runIf(process.getuid?.() === 0)('a folder owned by another user is refused (run as root, so the test can chown)', async () => {
     await mkdir(join(dir, '.dus-sync'), { mode: 0o700 });
     await chown(join(dir, '.dus-sync'), 4242, 4242);
