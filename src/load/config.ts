@@ -287,7 +287,6 @@ function apiKeyEnvIssues(value: object, position: Position): ConfigIssue[] {
   return issues;
 }
 
-/** default_tenant must be one of the listed tenants, when tenants are listed. */
 /**
  * Each configured tenant must be its own tenant to the service. Its name travels in the
  * x-service-tenant header, which servers trim and may compare without case, and the API's
@@ -322,6 +321,7 @@ export function tenantNameIssues(config: Config, position: Position): ConfigIssu
   return issues;
 }
 
+/** default_tenant must be one of the listed tenants, when tenants are listed. */
 function defaultTenantIssues(config: Config, position: Position): ConfigIssue[] {
   const known = Object.keys(config.tenants ?? {});
   const t = config.default_tenant;

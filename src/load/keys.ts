@@ -17,8 +17,10 @@ export function isEnvName(value: string): boolean {
   // A key pasted in place of a name: 20+ letters and digits without a _ (AKIA…), or, in a value
   // not all in capitals, a run of 16+ digits and letters after a prefix (sk_live_…, ghp_…).
   // Names are words joined by _, in capitals (DUS_API_KEY_ACME, MY_SERVICE2024PRODUCTION_KEY).
-  const keyLike = (value.length >= 20 && !value.includes('_') && /[0-9]/.test(value) && /[A-Za-z]/.test(value))
-    || (value !== value.toUpperCase() && value.split('_').some((part) => part.length >= 16 && /[0-9]/.test(part) && /[A-Za-z]/.test(part)));
+  // A long run of letters in both cases counts too (a key of letters only: no digit to tell it).
+  const mixed = (part: string): boolean => (/[0-9]/.test(part) && /[A-Za-z]/.test(part)) || (/[a-z]/.test(part) && /[A-Z]/.test(part));
+  const keyLike = (value.length >= 20 && !value.includes('_') && mixed(value))
+    || (value !== value.toUpperCase() && value.split('_').some((part) => part.length >= 16 && mixed(part)));
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(value) && !keyLike;
 }
 

@@ -28,8 +28,9 @@ function repo(value: string): string {
 const MESSAGE = 'tenants.acme.api_key_env must be the NAME of an environment variable, such as DUS_API_KEY_ACME; '
   + 'the value given is not one (it is not shown, in case it is a key)';
 
-// Keys as services hand them out: with dashes, base64, and plain hex that starts with a letter.
-const KEYS = ['sk-live-4f9a8b7c6d5e4f3a2b1c', '"dGhpcyBpcyBhIGtleQ=="', 'a3f9c2e1b4d5a6f7e8d9c0b1a2f3e4d5'];
+// Keys as services hand them out: with dashes, base64, plain hex that starts with a letter, and
+// letters only in both cases (no digit to tell them from a name), bare or after a prefix.
+const KEYS = ['sk-live-4f9a8b7c6d5e4f3a2b1c', '"dGhpcyBpcyBhIGtleQ=="', 'a3f9c2e1b4d5a6f7e8d9c0b1a2f3e4d5', 'qWeRtYuIoPaSdFgHjKlZxCvB', 'sk_live_AbCdEfGhIjKlMnOpQr'];
 
 describe('api_key_env holding a key', () => {
   it('validate refuses it at its file:line:col, without the value, in every format', async () => {
@@ -58,7 +59,7 @@ describe('api_key_env holding a key', () => {
   });
 
   it('a name is accepted, lower case and underscores included', async () => {
-    for (const name of ['DUS_API_KEY_ACME', 'acme_key', '_KEY1']) {
+    for (const name of ['DUS_API_KEY_ACME', 'acme_key', '_KEY1', 'MyServiceApiKey', 'DUS_API_KEY_GLOBEX_PRODUCTION_EU']) {
       const r = await runCli(['validate'], { cwd: repo(name), env: ENV });
       expect([r.code, r.stdout], name).toEqual([0, '1 file, 1 document: valid\n']);
     }
