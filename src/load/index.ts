@@ -209,13 +209,17 @@ export function parseFile(file: SourceFile, config: ResolvedConfig, opts: { read
  * A valid document whose spec holds an API key known to redaction (a tenant's key pasted into a
  * phase name, a note, a file name) is refused: apply would send the key to the API, where it is
  * stored and shown to anyone who can read the tenant, while every output of dus-sync shows it as
- * [REDACTED] and nobody notices. One search of the file's text decides for nearly every file: a
- * value holds only what is written, unless a double-quoted escape (\\) or a single-quoted '' spells
- * it otherwise, and redact also decodes %, & and \\ escapes (textMayHoldKey). Only then are the
- * documents' strings walked, and the file parsed again for the places.
+ * [REDACTED] and nobody notices. One search of the sent values' strings, joined, decides for nearly
+ * every file (textMayHoldKey: a hit across two strings, or an escape redact decodes, only costs
+ * the walk); only then is each string redacted on its own, and the file parsed again for places.
  */
 function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number): ParsedFile {
-  if (!anySecrets() || (!textMayHoldKey(file.text) && !file.text.includes("''"))) return parsed;
+  if (!anySecrets()) return parsed;
+  // What apply sends: a firmware's spec, an action's phases.
+  const sent = (o: DesiredObject): { value: unknown; at: string[] } => (o.kind === 'firmware' ? { value: o.spec, at: ['spec'] } : { value: o.phases, at: ['spec', 'phases'] });
+  const strings: string[] = [];
+  for (const d of parsed.documents) if (d.object !== undefined) gatherStrings(sent(d.object).value, strings);
+  if (strings.length === 0 || !textMayHoldKey(strings.join('\n'))) return parsed;
   const found: { index: number; path: string[]; key: boolean }[] = [];
   const walk = (v: unknown, path: string[], index: number): void => {
     if (typeof v === 'string') {
@@ -229,10 +233,10 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
       }
     }
   };
-  // What apply sends: a firmware's spec, an action's phases.
   for (const d of parsed.documents) {
-    const o = d.object;
-    if (o !== undefined) walk(o.kind === 'firmware' ? o.spec : o.phases, o.kind === 'firmware' ? ['spec'] : ['spec', 'phases'], d.index);
+    if (d.object === undefined) continue;
+    const { value, at } = sent(d.object);
+    walk(value, at, d.index);
   }
   if (found.length === 0) return parsed;
   const src = parseYamlSource(parsed.file, file.text, maxFileBytes);
@@ -251,6 +255,18 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     documents: parsed.documents.map((d) => (bad.has(d.index) ? { index: d.index, source: d.source, ...(d.identity ? { identity: d.identity } : {}) } : d)),
     issues: sortIssues([...parsed.issues, ...issues]),
   };
+}
+
+/** Every string of a parsed value, and every field name, into `into`. */
+function gatherStrings(v: unknown, into: string[]): void {
+  if (typeof v === 'string') into.push(v);
+  else if (Array.isArray(v)) for (const x of v) gatherStrings(x, into);
+  else if (isPlainObject(v)) {
+    for (const k in v) {
+      into.push(k);
+      gatherStrings(v[k], into);
+    }
+  }
 }
 
 /** The reference path: every node keeps its position, so every issue gets an exact place. */
