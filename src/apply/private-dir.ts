@@ -49,11 +49,13 @@ export async function ensurePrivateDir(dir: string, what: string): Promise<void>
   if ((st.mode & 0o077) !== 0) {
     // Tightened only when it is dus-sync's own (empty, or holding only its files): `--journal
     // /var/lib/x.jsonl` run as root must not make /var/lib 0700, nor `--journal ~/j.jsonl` a home.
+    // Another folder is used as it is if only its owner can write to it (the files are 0600, and
+    // nobody else can plant or swap one); one others can write to is refused.
     const foreign = await foreignEntry(dir);
-    if (foreign !== undefined) {
-      throw new StateError(`${dir} can be reached by other users (mode ${(st.mode & 0o777).toString(8).padStart(3, '0')}) and holds ${foreign}, which is not dus-sync's, so dus-sync will not tighten it to 0700; pass --journal with a path in a folder of its own (a new one is created 0700)`);
+    if (foreign === undefined) await chmod(dir, 0o700);
+    else if ((st.mode & 0o022) !== 0) {
+      throw new StateError(`${dir} can be written by other users (mode ${(st.mode & 0o777).toString(8).padStart(3, '0')}) and holds ${foreign}, which is not dus-sync's, so dus-sync will neither keep ${what} there nor tighten it; pass --journal with a path in a folder of its own (a new one is created 0700)`);
     }
-    await chmod(dir, 0o700);
   }
 }
 

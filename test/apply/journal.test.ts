@@ -155,13 +155,18 @@ describe('the journal file is never followed elsewhere', () => {
     expect(await mode(own)).toBe(0o700);
   });
 
-  it('an existing loose folder holding anything else is refused, and left as it was (--journal /var/lib/x.jsonl as root)', async () => {
+  it('an existing folder holding anything else is never tightened (--journal /var/lib/x.jsonl as root): used as it is when only its owner can write, else refused', async () => {
     const system = join(dir, 'system');
     await mkdir(system);
     await writeFile(join(system, 'dpkg.status'), 'x');
     await chmod(system, 0o755);
-    await expect(Journal.open(join(system, 'journal.jsonl'))).rejects.toThrow(/system can be reached by other users \(mode 755\) and holds "dpkg\.status", which is not dus-sync's, so dus-sync will not tighten it to 0700; pass --journal/);
+    const j = await Journal.open(join(system, 'journal.jsonl'));
+    await j.close();
     expect(await mode(system)).toBe(0o755);
+    expect(await mode(join(system, 'journal.jsonl'))).toBe(0o600);
+    await chmod(system, 0o775);
+    await expect(Journal.open(join(system, 'journal.jsonl'))).rejects.toThrow(/system can be written by other users \(mode 775\) and holds "\S+", which is not dus-sync's, so dus-sync will neither keep its journal and lock there nor tighten it; pass --journal/);
+    expect(await mode(system)).toBe(0o775);
   });
 
   it.runIf(process.platform === 'linux')('a folder where no file can be made (/proc/self/fd) gets one sentence, not errno text', async () => {
