@@ -18,3 +18,10 @@ export function intern(s: string): string {
 
 /** The one empty list of dependencies (most firmware has none): never written to, as every DesiredState and LiveState is readonly. */
 export const NO_DEPENDENCIES: readonly never[] = Object.freeze([]);
+
+/**
+ * The dependencies of a live record the server gave as null or left out: unknown, not none. Empty
+ * to every reader, but a PUT must not send it as [] for a YAML that does not manage dependencies
+ * (a list the server keeps would be wiped): plan refuses that, as for the other unknown fields.
+ */
+export const UNKNOWN_DEPENDENCIES: readonly never[] = Object.freeze([]);

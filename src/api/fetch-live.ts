@@ -1,9 +1,10 @@
 // The live state the desired state needs, read in one pass per tenant: the bundle pages
 // (only for tenants that declare firmwares) and only the actions that are declared.
 import { setMaxListeners } from 'node:events';
+import { canonicalJson } from '../core/canonical.js';
 import { compareVersions } from '../core/version-order.js';
 import { collectRecord, markSearched, stringsMayHoldKey } from '../live-keys.js';
-import { intern, NO_DEPENDENCIES } from '../intern.js';
+import { intern, NO_DEPENDENCIES, UNKNOWN_DEPENDENCIES } from '../intern.js';
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
@@ -269,14 +270,14 @@ function sameFirmware(r: Accumulated['record'], fw: Listed): boolean {
     && sameDependencyLists(r.dependencies, fw.dependencies ?? []);
 }
 
-/** The same dependencies, in any order, every field of each compared. */
+/** The same dependencies, in any order, every field of each compared, nested ones included. */
 function sameDependencyLists(a: readonly object[], b: readonly object[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
   if (a.length === 0) return true;
-  const key = (d: object): string => JSON.stringify(d, Object.keys(d).sort());
-  const x = a.map(key).sort();
-  const y = b.map(key).sort();
+  // (Not JSON.stringify with a key list: that list applies at every level, and dropped nested fields.)
+  const x = a.map(canonicalJson).sort();
+  const y = b.map(canonicalJson).sort();
   return x.every((k, i) => k === y[i]);
 }
 
@@ -395,7 +396,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         firmware_id: fw.firmware_id ?? null,
         is_deactivated: fw.is_deactivated ?? null,
         uncompressed_size: fw.uncompressed_size ?? null,
-        dependencies: fw.dependencies == null || fw.dependencies.length === 0 ? NO_DEPENDENCIES : fw.dependencies,
+        dependencies: fw.dependencies == null ? UNKNOWN_DEPENDENCIES : fw.dependencies.length === 0 ? NO_DEPENDENCIES : fw.dependencies,
         bundles: first,
       },
       first,
@@ -720,7 +721,7 @@ export async function refreshLive(client: ApiClient, base: LiveState, targets: R
             firmware_id: found.firmware_id ?? null,
             is_deactivated: found.is_deactivated ?? null,
             uncompressed_size: found.uncompressed_size ?? null,
-            dependencies: found.dependencies ?? [],
+            dependencies: found.dependencies ?? UNKNOWN_DEPENDENCIES,
             bundles: [],
           };
           for (const [b, answer] of answers) {

@@ -26,6 +26,7 @@ import { canonicalJson, clip, compareStrings, deepEqual, normalizePhase, sortDep
 import { sortChanges, sortConflicts, sortErrors } from './order.js';
 import { atLeast, compareVersions } from './version-order.js';
 import { isValidTime, windowHold, type SyncWindow } from './windows.js';
+import { UNKNOWN_DEPENDENCIES } from '../intern.js';
 
 export interface PlanOptions {
   /** Restrict to these tenants (desired is usually filtered already; this is a belt). */
@@ -172,6 +173,17 @@ function planFirmware(fw: DesiredFirmware, live: LiveState): ObjectOutcome {
   return diffFirmware(fw, only);
 }
 
+/** The YAML's dependencies, each one live holds too (same component and minimum) as live holds it. */
+function withLiveFields(desired: readonly Dependency[], live: readonly Dependency[]): Dependency[] {
+  const unused = [...live];
+  return desired.map((d) => {
+    const i = unused.findIndex((l) => l.component_name === d.component_name && l.min_version === d.min_version);
+    if (i === -1) return { component_name: d.component_name, min_version: d.min_version };
+    const [l] = unused.splice(i, 1);
+    return { ...l! };
+  });
+}
+
 function ambiguityMessage(fw: DesiredFirmware, records: readonly LiveFirmware[]): string {
   const version = fw.spec.version_number;
   const names = records.map((r) => clip(r.component_name, 60)).sort(compareStrings);
@@ -254,21 +266,24 @@ function diffFirmware(fw: DesiredFirmware, record: LiveFirmware): ObjectOutcome 
   const unknown = [
     ...(isDeactivated === null ? ['is_deactivated'] : []),
     ...(uncompressedSize === null ? ['uncompressed_size'] : []),
+    ...(fw.spec.dependencies === undefined && record.dependencies === UNKNOWN_DEPENDENCIES ? ['dependencies'] : []),
   ];
-  if (isDeactivated === null || uncompressedSize === null) {
+  if (unknown.length > 0 || isDeactivated === null || uncompressedSize === null) {
     const [verb, them] = unknown.length === 1 ? ['is', 'it'] : ['are', 'them'];
+    const list = unknown.length === 1 ? unknown[0]! : `${unknown.slice(0, -1).join(', ')} and ${unknown.at(-1)!}`;
     return firmwareError(
       fw,
-      `firmware ${fw.spec.version_number}: live ${unknown.join(' and ')} ${verb} unknown and not managed; set ${them} in the YAML so the PUT can send ${them}`,
+      `firmware ${fw.spec.version_number}: live ${list} ${verb} unknown and not managed; set ${them} in the YAML so the PUT can send ${them}`,
     );
   }
   const body: FirmwareUpdate = {
     is_deactivated: isDeactivated,
     uncompressed_size: uncompressedSize,
-    // The YAML's as written; else the live list as read, every field of each entry (a server
-    // may keep more than the two the API document names: they are not the YAML's to drop).
+    // The live list as read when the YAML does not set it, every field of each entry (a server may
+    // keep more than the two the API document names: they are not the YAML's to drop); else the
+    // YAML's, each entry that live holds too sent as live holds it, extra fields included.
     dependencies: fw.spec.dependencies !== undefined
-      ? fw.spec.dependencies.map((d) => ({ component_name: d.component_name, min_version: d.min_version }))
+      ? withLiveFields(fw.spec.dependencies, record.dependencies)
       : record.dependencies.map((d) => ({ ...d })),
   };
   const change: FirmwareChange = {

@@ -19,6 +19,8 @@ describe('records listed under one number and component', () => {
     ['one firmware_id with two sizes', fw({ firmware_id: 'a' }), fw({ firmware_id: 'a', uncompressed_size: 2000 }), 2],
     ['no firmware_id, two states', fw({}), fw({ is_deactivated: true }), 2],
     ['no firmware_id, other dependencies', fw({}), fw({ dependencies: [{ component_name: 'boot', min_version: '1.0' }] }), 2],
+    ['no firmware_id, dependencies that differ inside a nested object', fw({ dependencies: [{ component_name: 'boot', min_version: '1.0', constraints: { max: '1.9' } }] }),
+      fw({ dependencies: [{ component_name: 'boot', min_version: '1.0', constraints: { max: '2.5' } }] }), 2],
     ['the same firmware twice (one without its id)', fw({ firmware_id: 'a' }), fw({}), 1],
     ['the same firmware, dependencies in another order', fw({ dependencies: [{ component_name: 'a', min_version: '1' }, { component_name: 'b', min_version: '2' }] }),
       fw({ dependencies: [{ min_version: '2', component_name: 'b' }, { component_name: 'a', min_version: '1' }] }), 1],
@@ -55,5 +57,13 @@ describe('records listed under one number and component', () => {
     server['2024.09'] = [fw({})];
     const same = await refreshLive(client, base, { firmwares: [{ tenant: 'acme', version: '2.4.1', bundle: '2024.09' }], actions: [] });
     expect('fallback' in same).toBe(false);
+  });
+
+  it('dependencies given as null or left out are unknown (UNKNOWN_DEPENDENCIES), not none', async () => {
+    const { UNKNOWN_DEPENDENCIES, NO_DEPENDENCIES } = await import('../../src/intern.js');
+    const index = await indexFirmwares(pagesOf(['b', [{ version_number: '1', component_name: 'a', dependencies: null as never }, { version_number: '2', component_name: 'a' }, fw({ version_number: '3' })]]), { versions: new Set(['1', '2', '3']) });
+    expect(index.get('1')![0]!.dependencies).toBe(UNKNOWN_DEPENDENCIES);
+    expect(index.get('2')![0]!.dependencies).toBe(UNKNOWN_DEPENDENCIES);
+    expect(index.get('3')![0]!.dependencies).toBe(NO_DEPENDENCIES);
   });
 });

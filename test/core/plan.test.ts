@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DesiredState, FirmwareChange, LiveState, PhaseChange, Plan } from '../../src/model/index.js';
 import { plan } from '../../src/core/plan.js';
+import { UNKNOWN_DEPENDENCIES } from '../../src/intern.js';
 import { renderJson } from '../../src/core/render/json.js';
 import { action, dep, desired, firmware, live, liveAction, liveFirmware, phase } from './builders.js';
 
@@ -67,6 +68,15 @@ const firmwareCases: Case[] = [
     check: (p) => {
       const c = onlyFirmwareChange(p);
       expect(c.body.dependencies).toEqual([dep('radio', '2.0'), { component_name: 'boot', min_version: '1.2.0', max_version: '1.9' }]);
+    },
+  },
+  {
+    name: 'managed dependencies that live holds too go into the PUT as live holds them, extra fields kept',
+    desired: desired(firmware({ version_number: '2.4.1', uncompressed_size: 2000, dependencies: [dep('boot', '1.2.0'), dep('radio', '2.0')] })),
+    live: live({ acme: { firmwares: [fw241({ uncompressed_size: 1000, dependencies: [{ ...dep('boot', '1.2.0'), max_version: '1.9.9', constraints: { os: 'x' } } as never] })] } }),
+    check: (p) => {
+      const c = onlyFirmwareChange(p);
+      expect(c.body.dependencies).toEqual([{ component_name: 'boot', min_version: '1.2.0', max_version: '1.9.9', constraints: { os: 'x' } }, dep('radio', '2.0')]);
     },
   },
   {
@@ -142,6 +152,30 @@ const firmwareCases: Case[] = [
       expect(onlyError(p)).toBe(
         'firmware 2.4.1: live is_deactivated and uncompressed_size are unknown and not managed; set them in the YAML so the PUT can send them',
       ),
+  },
+  {
+    name: 'unknown live dependencies (null or left out by the server) block a PUT that does not manage them',
+    desired: desired(firmware({ version_number: '2.4.1', is_deactivated: true })),
+    live: live({ acme: { firmwares: [fw241({ dependencies: UNKNOWN_DEPENDENCIES as never })] } }),
+    check: (p) =>
+      expect(onlyError(p)).toBe(
+        'firmware 2.4.1: live dependencies is unknown and not managed; set it in the YAML so the PUT can send it',
+      ),
+  },
+  {
+    name: 'unknown size and dependencies are named together',
+    desired: desired(firmware({ version_number: '2.4.1', is_deactivated: true })),
+    live: live({ acme: { firmwares: [fw241({ uncompressed_size: null, dependencies: UNKNOWN_DEPENDENCIES as never })] } }),
+    check: (p) =>
+      expect(onlyError(p)).toBe(
+        'firmware 2.4.1: live uncompressed_size and dependencies are unknown and not managed; set them in the YAML so the PUT can send them',
+      ),
+  },
+  {
+    name: 'unknown live dependencies do not matter when the YAML sets them',
+    desired: desired(firmware({ version_number: '2.4.1', is_deactivated: true, dependencies: [dep('boot', '1.0')] })),
+    live: live({ acme: { firmwares: [fw241({ dependencies: UNKNOWN_DEPENDENCIES as never })] } }),
+    check: (p) => expect(onlyFirmwareChange(p).body.dependencies).toEqual([dep('boot', '1.0')]),
   },
   {
     name: 'an unknown unmanaged field does not matter when nothing changes',
