@@ -14,7 +14,7 @@
 // declared twice, when a window names a tenant nothing declares, when more than a few files
 // changed, and on anything unexpected (the Assembly is then built again from scratch).
 import type { DesiredAction, DesiredFirmware, DesiredObject, ResolvedConfig } from '../model/index.js';
-import { assemble, included, type LoadFilter, type LoadResult, type ParsedDocument, type ParsedFile } from './index.js';
+import { assemble, included, tenantFold, type LoadFilter, type LoadResult, type ParsedDocument, type ParsedFile } from './index.js';
 
 type Kind = 'firmware' | 'action';
 
@@ -165,6 +165,7 @@ function update(a: Assembly, files: readonly ParsedFile[], config: ResolvedConfi
       if (mine !== undefined && mine.firmware.size === 0 && mine.action.size === 0) a.declared.delete(t!);
     }
   }
+  if (new Set([...a.declared.keys()].map(tenantFold)).size < a.declared.size) return 'a tenant is spelt two ways';
   if (windowNamesUnknownTenant(config, a.declared)) return 'a window names a tenant no document declares';
 
   const desired = a.result.desired;

@@ -397,6 +397,21 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
   const tenants = new Set<string>();
   let lastPath: string | undefined;
   const keep = opts.keepObjects !== false;
+  // Each spelling of a tenant, by the name a server may take it for (tenantFold): two spellings
+  // of one would be planned and applied as two tenants, each appending the same phase.
+  const spellings = new Map<string, { name: string; at: SourceLocation }>();
+  const reported = new Set<string>();
+  let lastSpelling: string | undefined;
+  const checkSpelling = (tenant: string, at: SourceLocation): void => {
+    lastSpelling = tenant;
+    const fold = tenantFold(tenant);
+    const first = spellings.get(fold);
+    if (first === undefined) spellings.set(fold, { name: tenant, at });
+    else if (first.name !== tenant && !reported.has(tenant)) {
+      reported.add(tenant);
+      issues.push({ ...at, pointer: '/metadata/tenant', message: `tenant ${JSON.stringify(tenant)} of this document and ${JSON.stringify(first.name)} (${first.at.file}:${first.at.line}) may be one tenant to the service, which may ignore case and spaces at the ends: as two they would be planned and applied apart, and could append the same phase twice; write the name one way` });
+    }
+  };
   return {
     add(f) {
       // The first definition of an identity is the one in the first file in path order.
@@ -409,6 +424,7 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
         if (d.identity) {
           const id = d.identity;
           if (windowTenants) tenants.add(id.tenant);
+          if (id.tenant !== lastSpelling) checkSpelling(id.tenant, d.source);
           // Documents come grouped by kind and tenant, mostly: the last scope is asked first.
           if (id.kind !== lastKind || id.tenant !== lastTenant) {
             const scope = `${id.kind}\u0000${id.tenant}`;
@@ -443,6 +459,11 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
       return { desired: { firmwares, actions, files: paths }, issues: sortIssues(issues) };
     },
   };
+}
+
+/** The name a server may take a tenant name for: without case, and without spaces at its ends (a header's value is trimmed). */
+export function tenantFold(tenant: string): string {
+  return tenant.trim().toLowerCase();
 }
 
 /**
