@@ -89,7 +89,9 @@ export class Journal {
   }
 
   /** Creates the folder (0700) and the file (0600) when needed; never follows a symbolic link. */
-  static async open(path: string, api?: string): Promise<Journal> {
+  static async open(path: string, address?: string): Promise<Journal> {
+    // The API's address as the state folder keeps it: redacted (a key in base_url's path is never written there).
+    const api = address === undefined ? undefined : redact(address);
     await ensurePrivateDir(dirname(path), 'its journal and lock');
     const handle = await openPrivateFile(path, OPEN_FLAGS, 'the journal');
     try {
@@ -111,7 +113,8 @@ export class Journal {
    * How many intents sent to `api` have an unknown outcome (pending), read without the lock and
    * without creating anything: for the in-doubt gauge of watch. 0 when there is no journal yet.
    */
-  static async peekInDoubt(path: string, api?: string): Promise<number> {
+  static async peekInDoubt(path: string, address?: string): Promise<number> {
+    const api = address === undefined ? undefined : redact(address);
     let handle: FileHandle;
     try {
       // O_NONBLOCK: a FIFO planted at the name must not hang the agent.

@@ -82,9 +82,11 @@ function read(path: string, log: Logger): Map<string, Entry> {
  * about; the times of this run are still used. Entries of this API's tenants that no declared
  * gated action needs any more are dropped, so the file does not grow forever.
  */
-export async function observeTriggers(path: string, api: string, desired: DesiredState, live: LiveState, now: number, log: Logger, monotonic: () => number = monotonicMs): Promise<(tenant: string, actionId: number, index: number) => number | undefined> {
+export async function observeTriggers(path: string, address: string, desired: DesiredState, live: LiveState, now: number, log: Logger, monotonic: () => number = monotonicMs): Promise<(tenant: string, actionId: number, index: number) => number | undefined> {
   const gated = desired.actions.filter((a) => a.pacing === 'gated');
   if (gated.length === 0) return () => undefined;
+  // The API's address as the state folder keeps it: redacted (a key in base_url's path is never written there).
+  const api = redact(address);
   const seen = read(path, log);
   let changed = false;
   const wanted = new Set<string>();

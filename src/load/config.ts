@@ -8,6 +8,7 @@ import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '
 import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
 import { isEnvName, registerKeysOfRawConfig } from './keys.js';
+import { containsSecret, redact } from '../redact.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
@@ -86,6 +87,10 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
 
   const envBaseUrl = envValue(opts.env, 'DUS_BASE_URL');
   const baseUrl = envBaseUrl ?? raw?.base_url;
+  if (baseUrl !== undefined && containsSecret(baseUrl)) {
+    // Sent in every request's path, kept by proxies' and servers' logs, and in the state folder's records.
+    throw new UserError(`${envBaseUrl !== undefined ? 'the environment variable DUS_BASE_URL' : 'base_url'} holds an API key (shown as ${redact(baseUrl)}): a key in the address is sent in every request's path and kept in proxies' logs; remove it (a key goes in api_key_env or api_key_file), and rotate it`);
+  }
   if (baseUrl !== undefined && !/^https?:\/\//i.test(baseUrl)) {
     throw new UserError(envBaseUrl !== undefined
       ? `the environment variable DUS_BASE_URL must be the API's address, starting with http:// or https://; ${NOT_SHOWN}`

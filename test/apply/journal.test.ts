@@ -137,6 +137,22 @@ describe('the journal file is never followed elsewhere', () => {
     await expect(Journal.open(join(dir, '.dus-sync', 'journal.jsonl'))).rejects.toThrow(/\.dus-sync is a symbolic link/);
   });
 
+  it('the API\'s address is written redacted: a key in base_url\'s path never reaches the state folder', async () => {
+    registerSecret('Sup3rSecretKeyValue99');
+    try {
+      const path = join(dir, 'journal.jsonl');
+      const j = await Journal.open(path, 'http://127.0.0.1:9/Sup3rSecretKeyValue99');
+      await j.recordIntent(intentFor(42, 1, 'wave-1'));
+      await j.close();
+      const text = await readFile(path, 'utf8');
+      expect(text).toContain('"api":"http://127.0.0.1:9/[REDACTED]"');
+      expect(text).not.toContain('Sup3rSecret');
+      expect(await Journal.peekInDoubt(path, 'http://127.0.0.1:9/Sup3rSecretKeyValue99')).toBe(1);
+    } finally {
+      clearSecretsForTests();
+    }
+  });
+
   it('an existing 0777 folder is tightened to 0700', async () => {
     await mkdir(join(dir, '.dus-sync'));
     await chmod(join(dir, '.dus-sync'), 0o777);

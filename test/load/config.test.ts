@@ -222,3 +222,20 @@ describe('one entry per service tenant', () => {
     expect(Object.keys(resolved.tenants)).toEqual(['acme', 'globex', 'acme-eu']);
   });
 });
+
+describe('a key in the address', () => {
+  const KEY = 'Sup3rSecretKeyValue99';
+  for (const [what, config, env] of [
+    ['base_url', `apiVersion: dus-sync/v1\nkind: Config\nbase_url: http://127.0.0.1:9/${KEY}/x\ntenants:\n  acme: { api_key_env: K }\n`, { K: KEY }],
+    ['DUS_BASE_URL', 'apiVersion: dus-sync/v1\nkind: Config\ntenants:\n  acme: { api_key_env: K }\n', { K: KEY, DUS_BASE_URL: `http://127.0.0.1:9/?token=${KEY}` }],
+  ] as const) {
+    it(`${what} holding a key is refused, without showing it`, async () => {
+      const dir = folder(`key-in-url-${what}`, { 'dus-sync.yaml': config });
+      const err = await resolveConfig({ cwd: dir, env: { ...env } }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(UserError);
+      expect((err as Error).message).toMatch(new RegExp(`^${what === 'base_url' ? 'base_url' : 'the environment variable DUS_BASE_URL'} holds an API key \\(shown as http://127\\.0\\.0\\.1:9/.*\\[REDACTED\\]`));
+      expect((err as Error).message).not.toContain(KEY);
+      clearSecretsForTests();
+    });
+  }
+});

@@ -12,7 +12,7 @@ const action = (tenant: string, id: number) => `apiVersion: dus-sync/v1\nkind: A
 const file = (path: string, text: string) => parseFile({ path, text }, config);
 
 describe('two spellings of one tenant', () => {
-  for (const [a, b] of [['acme', 'ACME'], ['acme', 'Acme'], ['acme', ' acme'], ['acme', 'acme\t']]) {
+  for (const [a, b] of [['acme', 'ACME'], ['acme', 'Acme'], ['acme', ' acme'], ['acme', 'acme\t']] as const) {
     it(`${JSON.stringify(a)} and ${JSON.stringify(b)}: an issue at the second`, () => {
       const r = assemble([file('a.yaml', action(a, 42)), file('b.yaml', action(b, 42))], config);
       expect(r.issues.map((i) => `${i.file}:${i.line} ${i.message}`)).toEqual([
