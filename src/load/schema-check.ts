@@ -95,6 +95,8 @@ export function schemaIssues(src: YamlSource, doc: Document.Parsed, errors: read
   const slips = findSlips(doc, errors);
   for (const e of errors) {
     if (e.keyword === 'if') continue;
+    // A value of the wrong type passes a "not" of a string pattern: its type error says it better.
+    if (e.keyword === 'not' && errors.some((o) => o.keyword === 'type' && o.instancePath === e.instancePath)) continue;
     if (e.keyword === 'required' && slips.explained.has(toPointer([...pointerSegments(e.instancePath), missingField(e)]))) continue;
     const segments = pointerSegments(e.instancePath);
     const extra = extraSegment(e);
@@ -185,7 +187,7 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
     }
     case 'type': {
       const expected = String((e.params as { type: string }).type);
-      return { ...where(at.value ?? at.key), message: typeMessage(src, at.value, name, expected) };
+      return { ...where(at.value ?? at.key), message: typeMessage(src, at.value, name, expected, (e.parentSchema as { pattern?: string } | undefined)?.pattern) };
     }
     case 'const':
       return { ...where(at.value ?? at.key), message: `${name} must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` };
@@ -205,7 +207,8 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
     case 'pattern':
       return { ...where(at.value), message: patternMessage(name, String((e.params as { pattern: string }).pattern)) };
     case 'not':
-      if (String((e.schema as { pattern?: string } | undefined)?.pattern).includes('[vV]1')) {
+      // (A value that is not a string passes the pattern it must not match: its type error says what is wrong.)
+      if (String((e.schema as { pattern?: string } | undefined)?.pattern).includes('[vV]1') && isScalar(at.value) && typeof at.value.value === 'string') {
         return { ...where(at.value), message: `${name} should not include /api/v1; dus-sync adds it: write ${isScalar(at.value) ? withoutApiV1(String(at.value.value)) : 'the URL without it'}` };
       }
       return { ...where(at.value ?? at.key), message: `${name} is invalid` };
@@ -215,9 +218,14 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
 }
 
 /** A plain scalar where a string is expected is the classic YAML trap: say how to quote it. */
-function typeMessage(src: YamlSource, node: Node | undefined, name: string, expected: string): string {
+function typeMessage(src: YamlSource, node: Node | undefined, name: string, expected: string, pattern?: string): string {
   if (expected === 'string' && isScalar(node) && (typeof node.value === 'number' || typeof node.value === 'boolean')) {
     const raw = sourceText(src, node);
+    // Quoted, it would still not match: say what the value must be, not how to quote it.
+    if (pattern !== undefined && !new RegExp(pattern, 'u').test(raw)) {
+      const must = patternMessage(name, pattern);
+      return pattern.includes('ms|s|m|h') && typeof node.value === 'number' ? `${must}, not the number ${raw} (a number alone has no unit: ${raw}s is ${raw} seconds)` : must;
+    }
     const what = typeof node.value === 'number' ? `the number ${String(node.value)}` : `the boolean ${String(node.value)}`;
     return `${name} is ${what} here; quote it: "${raw}"`;
   }

@@ -239,3 +239,19 @@ describe('a key in the address', () => {
     });
   }
 });
+
+describe('the sentence says what is wrong', () => {
+  const cases: [string, string, string][] = [
+    ['an empty base_url', 'base_url:\n', 'dus-sync.yaml:3:10: base_url must be a string'],
+    ['a number as base_url', 'base_url: 123\n', 'dus-sync.yaml:3:11: base_url must start with http:// or https://'],
+    ['a number as settle_window', 'base_url: http://127.0.0.1:9\nsafety: { settle_window: 5 }\n', 'dus-sync.yaml:4:26: settle_window must be a duration such as 30s, 5m or 1h, not the number 5 (a number alone has no unit: 5s is 5 seconds)'],
+  ];
+  for (const [what, body, message] of cases) {
+    it(`${what}: ${message.replace(/^\S+ /, '')}`, async () => {
+      const dir = folder(`sentence-${what.replace(/\W/g, '')}`, { 'dus-sync.yaml': `apiVersion: dus-sync/v1\nkind: Config\n${body}` });
+      const err = await resolveConfig({ cwd: dir, env: {} }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).issues.map((i) => `${i.file}:${i.line}:${i.column}: ${i.message}`)).toEqual([message]);
+    });
+  }
+});
