@@ -87,14 +87,15 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
 
   const envBaseUrl = envValue(opts.env, 'DUS_BASE_URL');
   const baseUrl = envBaseUrl ?? raw?.base_url;
-  if (baseUrl !== undefined && containsSecret(baseUrl)) {
-    // Sent in every request's path, kept by proxies' and servers' logs, and in the state folder's records.
-    throw new UserError(`${envBaseUrl !== undefined ? 'the environment variable DUS_BASE_URL' : 'base_url'} holds an API key (shown as ${redact(baseUrl)}): a key in the address is sent in every request's path and kept in proxies' logs; remove it (a key goes in api_key_env or api_key_file), and rotate it`);
-  }
   if (baseUrl !== undefined && !/^https?:\/\//i.test(baseUrl)) {
     throw new UserError(envBaseUrl !== undefined
       ? `the environment variable DUS_BASE_URL must be the API's address, starting with http:// or https://; ${NOT_SHOWN}`
       : `base_url must start with http:// or https://, not "${baseUrl}"`);
+  }
+  // (After the shape: a value that is not an address at all, a key pasted there, gets the shape's sentence.)
+  if (baseUrl !== undefined && containsSecret(baseUrl)) {
+    // Sent in every request's path, kept by proxies' and servers' logs, and in the state folder's records.
+    throw new UserError(`${envBaseUrl !== undefined ? 'the environment variable DUS_BASE_URL' : 'base_url'} holds an API key (shown as ${redact(baseUrl)}): a key in the address is sent in every request's path and kept in proxies' logs; remove it (a key goes in api_key_env or api_key_file), and rotate it`);
   }
   const envTenant = envValue(opts.env, 'DUS_TENANT');
   const listed = Object.keys(raw?.tenants ?? {});
