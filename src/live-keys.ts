@@ -238,6 +238,18 @@ export function placeholdersInWrites(plan: Plan): string[] {
   return out;
 }
 
+/** Where a saved plan's writes hold an API key known to redaction: applying it would send the key. */
+export function keysInWrites(plan: Plan): string[] {
+  const out: string[] = [];
+  plan.changes.forEach((c, i) => {
+    const writes = c.kind === 'firmware' ? { body: c.body } : { after: c.after };
+    for (const [field, value] of Object.entries(writes)) {
+      redactDeep(value, (path) => out.push(`changes[${i}].${field}${path === '' ? '' : path.startsWith('[') ? path : `.${path}`}`));
+    }
+  });
+  return out;
+}
+
 /** Refuses, before any write, a saved plan that would write the placeholder. */
 export function refusePlaceholders(file: string, plan: Plan): void {
   const at = placeholdersInWrites(plan);

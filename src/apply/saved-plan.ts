@@ -8,6 +8,7 @@ import type {
 } from '../model/index.js';
 import { UserError } from '../errors.js';
 import { canonicalJson, compareStrings, liveObjectState } from '../core/canonical.js';
+import { withLiveFields } from '../core/plan.js';
 import { sha256 } from './digest.js';
 
 export function toSavedPlan(
@@ -80,6 +81,45 @@ export function staleObjects(saved: SavedPlan, live: LiveState): string[] {
     else if (now !== f.digest) out.push(`${f.kind} ${f.key} in ${f.tenant} changed since the plan was made`);
   }
   return out;
+}
+
+/**
+ * The writes of a saved plan that are not what its own changes and the live state it was made
+ * from give, one sentence each: a change of an object the plan did not read, or a PUT body that
+ * is not the change's `after` over the live record (a plan file edited after it was made, or
+ * made by a tool that does not keep unmanaged fields). Checked once `staleObjects` found the
+ * live state as the plan read it: the body is then exactly what plan would build.
+ */
+export function writesNotFromPlan(saved: SavedPlan, live: LiveState): string[] {
+  const read = new Set(saved.live_fingerprints.map((f) => `${f.tenant}\0${f.kind}\0${f.key}`));
+  const out: string[] = [];
+  for (const c of saved.changes) {
+    const what = c.kind === 'firmware' ? `firmware ${c.key} in ${c.tenant}` : `phase ${c.index} of action ${c.action_id} in ${c.tenant}`;
+    if (!read.has(c.kind === 'firmware' ? `${c.tenant}\0firmware\0${c.key}` : `${c.tenant}\0action\0${c.action_id}`)) {
+      out.push(`${what} is not among the objects the plan read`);
+      continue;
+    }
+    if (c.kind !== 'firmware') continue;
+    const records = live.tenants.get(c.tenant)?.firmwares.get(c.key) ?? [];
+    const record = records.length === 1 && records[0]!.component_name === c.component_name ? records[0]! : undefined;
+    const body = c.body as unknown as Record<string, unknown>;
+    const after = c.after;
+    const fine = record !== undefined
+      && Object.keys(body).sort().join() === 'dependencies,is_deactivated,uncompressed_size'
+      && body.is_deactivated === (after.is_deactivated !== undefined ? after.is_deactivated : record.is_deactivated)
+      && body.uncompressed_size === (after.uncompressed_size !== undefined ? after.uncompressed_size : record.uncompressed_size)
+      && Array.isArray(body.dependencies)
+      && sameEntries(body.dependencies as object[], after.dependencies !== undefined ? withLiveFields(after.dependencies, record.dependencies) : record.dependencies);
+    if (!fine) out.push(`the PUT body of ${what} is not its change over the live record (was the plan file edited?)`);
+  }
+  return out;
+}
+
+function sameEntries(a: readonly object[], b: readonly object[]): boolean {
+  if (a.length !== b.length) return false;
+  const x = a.map((d) => canonicalJson(d)).sort(compareStrings);
+  const y = b.map((d) => canonicalJson(d)).sort(compareStrings);
+  return x.every((k, i) => k === y[i]);
 }
 
 /** Stable text of a saved plan file (what `readSavedPlan` reads back). */

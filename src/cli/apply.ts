@@ -1,5 +1,6 @@
 // `dus-sync apply [PLANFILE]`: plan (or load a saved plan), ask, apply, verify.
 import { createInterface } from 'node:readline/promises';
+import { dirname } from 'node:path';
 import type { ApplyReport, Change, ChangeResult, DesiredState, FirmwareChange, LiveState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
 import { dependentsLeft, unsatisfiedAfter } from '../core/plan.js';
 import { assemble, readParsedFiles, type LoadFilter } from '../load/index.js';
@@ -11,7 +12,7 @@ import {
 import { fetchLive } from '../api/fetch-live.js';
 import type { ApiClient } from '../api/client.js';
 import { DEFAULT_SETTLE_MS } from '../apply/journal.js';
-import { readSavedPlan, staleObjects } from '../apply/saved-plan.js';
+import { readSavedPlan, staleObjects, writesNotFromPlan } from '../apply/saved-plan.js';
 import { desiredRevision, shortRevision } from '../load/revision.js';
 import { renderText } from '../core/render/text.js';
 import { renderApplyReport } from '../core/render/report.js';
@@ -19,13 +20,13 @@ import { NOTHING_APPLIED, renderApplyReportJson } from '../core/render/report-js
 import { describeChange } from '../core/render/describe.js';
 import { windowHold } from '../core/windows.js';
 import { safeText } from '../core/render/ansi.js';
-import { redactDeep } from '../redact.js';
+import { REDACTED, redactDeep } from '../redact.js';
 import { liveProgress } from './progress.js';
 import { apiLimitFlags, concurrencyFlags, connectConcurrency, useColor, type ConcurrencyFlags, type GlobalOptions } from './context.js';
 import { setup } from './common.js';
 import { onInterrupt } from './interrupt.js';
 import { writeJsonError } from './json-error.js';
-import { keysInLive, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
+import { keysInLive, keysInWrites, refusePlaceholders, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 
 interface ApplyFlags {
   /** text: the plan and the report on stdout; json: the report as one JSON document, the plan on stderr. */
@@ -134,8 +135,10 @@ function refuseOutsideWindows(saved: Plan, config: ResolvedConfig, opts: ApplyFl
 async function refuseAgainstRolloutControl(saved: Plan, config: ResolvedConfig, live: LiveState, opts: ApplyFlags, log: Logger): Promise<void> {
   const appends = saved.changes.filter((c): c is Extract<Change, { kind: 'phase' }> => c.kind === 'phase');
   if (appends.length === 0) return;
-  const files = await readParsedFiles(config).catch((err: unknown) => err as Error);
-  const loaded = files instanceof Error ? { desired: { actions: [] as DesiredState['actions'] }, issues: [] } : assemble(files, config);
+  // The whole repository, whatever --dir narrowed: an action paused in a file outside DIR is paused.
+  const whole: ResolvedConfig = config.file !== undefined ? { ...config, dir: dirname(config.file) } : config;
+  const files = await readParsedFiles(whole).catch((err: unknown) => err as Error);
+  const loaded = files instanceof Error ? { desired: { actions: [] as DesiredState['actions'] }, issues: [] } : assemble(files, whole);
   const ids = new Set(appends.map((c) => `${c.tenant}\0${c.action_id}`));
   // An invalid checkout may be the very file that pauses an action: nothing is written.
   if (loaded.issues.length > 0) throw new ConfigError(loaded.issues);
@@ -173,6 +176,15 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       const stale = staleObjects(saved, live);
       if (stale.length > 0) {
         throw new UserError(`plan is stale: ${stale.join('; ')}; nothing was written. Run dus-sync plan again`);
+      }
+      // What is sent must be what the plan shows: its changes over the live state it read.
+      const forged = writesNotFromPlan(saved, live);
+      if (forged.length > 0) {
+        throw new UserError(`${path} writes what its changes do not say: ${forged.slice(0, 3).join('; ')}${forged.length > 3 ? `; and ${forged.length - 3} more` : ''}; nothing was written. Run dus-sync plan again`);
+      }
+      const keyed = keysInWrites(saved);
+      if (keyed.length > 0) {
+        throw new UserError(`${path} would send an API key to the API (${keyed.slice(0, 3).join(', ')}${keyed.length > 3 ? `, and ${keyed.length - 3} more` : ''}, shown as ${REDACTED}); nothing was written: take the key out of the YAML, plan again, and rotate it`);
       }
       // The fingerprints cover the declared objects only: another actor may since have made a
       // firmware depend on one the plan deactivates, or deactivated what the plan counted on.

@@ -63,7 +63,9 @@ function firmwareState(record: LiveFirmware): unknown {
     component_name: record.component_name,
     is_deactivated: record.is_deactivated,
     uncompressed_size: record.uncompressed_size,
-    dependencies: sortDependencies(record.dependencies),
+    // Every field of each entry, nested ones included: a saved plan sends the entries the YAML
+    // does not manage as they were read, so a change to any of them since makes it stale.
+    dependencies: record.dependencies.map((d) => canonicalJson(d)).sort(compareStrings),
     bundles: [...record.bundles].sort(compareStrings),
   };
 }

@@ -174,7 +174,7 @@ function planFirmware(fw: DesiredFirmware, live: LiveState): ObjectOutcome {
 }
 
 /** The YAML's dependencies, each one live holds too (same component and minimum) as live holds it. */
-function withLiveFields(desired: readonly Dependency[], live: readonly Dependency[]): Dependency[] {
+export function withLiveFields(desired: readonly Dependency[], live: readonly Dependency[]): Dependency[] {
   const unused = [...live];
   return desired.map((d) => {
     const i = unused.findIndex((l) => l.component_name === d.component_name && l.min_version === d.min_version);

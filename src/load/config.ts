@@ -97,6 +97,13 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
     // Sent in every request's path, kept by proxies' and servers' logs, and in the state folder's records.
     throw new UserError(`${envBaseUrl !== undefined ? 'the environment variable DUS_BASE_URL' : 'base_url'} holds an API key (shown as ${redact(baseUrl)}): a key in the address is sent in every request's path and kept in proxies' logs; remove it (a key goes in api_key_env or api_key_file), and rotate it`);
   }
+  // A tenant's name is sent in every request's x-service-tenant header, and kept in the state folder.
+  for (const [where, name] of [...Object.keys(raw?.tenants ?? {}).map((n) => ['a tenant name under tenants:', n] as const),
+    ['default_tenant', raw?.default_tenant] as const, ['the environment variable DUS_TENANT', envValue(opts.env, 'DUS_TENANT')] as const]) {
+    if (name !== undefined && containsSecret(name)) {
+      throw new UserError(`${where} holds an API key (shown as ${redact(name)}): a tenant's name is sent in every request's x-service-tenant header; name the tenant, keep its key in api_key_env or api_key_file, and rotate it`);
+    }
+  }
   const envTenant = envValue(opts.env, 'DUS_TENANT');
   const listed = Object.keys(raw?.tenants ?? {});
   if (envTenant !== undefined && listed.length > 0 && !listed.includes(envTenant)) {

@@ -218,7 +218,12 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
   // What apply sends: a firmware's spec, an action's phases.
   const sent = (o: DesiredObject): { value: unknown; at: string[] } => (o.kind === 'firmware' ? { value: o.spec, at: ['spec'] } : { value: o.phases, at: ['spec', 'phases'] });
   const strings: string[] = [];
-  for (const d of parsed.documents) if (d.object !== undefined) gatherStrings(sent(d.object).value, strings);
+  for (const d of parsed.documents) {
+    if (d.object === undefined) continue;
+    gatherStrings(sent(d.object).value, strings);
+    // The tenant's name too: it is sent in every request's x-service-tenant header.
+    strings.push(d.object.tenant);
+  }
   if (strings.length === 0 || !textMayHoldKey(strings.join('\n'))) return parsed;
   const found: { index: number; path: string[]; key: boolean }[] = [];
   const walk = (v: unknown, path: string[], index: number): void => {
@@ -237,6 +242,7 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     if (d.object === undefined) continue;
     const { value, at } = sent(d.object);
     walk(value, at, d.index);
+    if (redact(d.object.tenant) !== d.object.tenant) found.push({ index: d.index, path: ['metadata', 'tenant'], key: false });
   }
   if (found.length === 0) return parsed;
   const src = parseYamlSource(parsed.file, file.text, maxFileBytes);

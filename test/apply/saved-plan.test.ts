@@ -3,7 +3,9 @@ import { mkdtemp, rm, writeFile, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readSavedPlan, serializeSavedPlan, staleObjects, toSavedPlan } from '../../src/apply/saved-plan.js';
+import { readSavedPlan, serializeSavedPlan, staleObjects, toSavedPlan, writesNotFromPlan } from '../../src/apply/saved-plan.js';
+import { keysInWrites } from '../../src/live-keys.js';
+import { clearSecretsForTests, registerSecret } from '../../src/redact.js';
 import { UserError } from '../../src/errors.js';
 import type { Action, DesiredState, LiveFirmware, LiveState, LiveTenant, Plan } from '../../src/model/index.js';
 import { phase, phaseChange, planOf } from './fakes.js';
@@ -133,5 +135,56 @@ describe('saved plans', () => {
     await writeFile(path, text);
     await expect(readSavedPlan(path)).rejects.toThrow(/changes\[0\] has no complete body/);
     expect(await readFile(path, 'utf8')).toContain('"big"');
+  });
+});
+
+describe('a saved plan sends only what its changes say', () => {
+  it('a change inside a dependency entry the YAML does not manage makes it stale (its body carries the entry as read)', () => {
+    const dep = { component_name: 'boot', min_version: '1.2.0', max_version: '1.9.9' };
+    const saved = toSavedPlan(plan, desired, liveWith(record({ dependencies: [dep] as never }), action42), meta);
+    expect(staleObjects(saved, liveWith(record({ dependencies: [{ ...dep, max_version: '3.0.0' }] as never }), action42)))
+      .toEqual(['firmware 5.10.1 in acme changed since the plan was made']);
+  });
+
+  it('a body that is its change over the live record passes; an edited one, or a write of an object not read, is named', () => {
+    const live = liveWith(record(), action42);
+    const saved = toSavedPlan(plan, desired, live, meta);
+    expect(writesNotFromPlan(saved, live)).toEqual([]);
+    const edited = structuredClone(saved) as unknown as { changes: unknown[] } & typeof saved;
+    const fw = edited.changes[0] as unknown as { body: Record<string, unknown> };
+    fw.body.uncompressed_size = 1;
+    fw.body.checksum = 'evil';
+    edited.changes.push({ ...(saved.changes[0]! as object), key: '3.0.0' } as never);
+    expect(writesNotFromPlan(edited, live)).toEqual([
+      'the PUT body of firmware 5.10.1 in acme is not its change over the live record (was the plan file edited?)',
+      'firmware 3.0.0 in acme is not among the objects the plan read',
+    ]);
+    const phaseElsewhere = structuredClone(saved) as unknown as { changes: unknown[] } & typeof saved;
+    phaseElsewhere.changes.push(phaseChange('acme', 43, 0, phase('x')));
+    expect(writesNotFromPlan(phaseElsewhere, live)).toEqual(['phase 0 of action 43 in acme is not among the objects the plan read']);
+  });
+
+  it('a body keeps the live fields of the dependencies it manages, in any order', () => {
+    const live = liveWith(record({ dependencies: [{ component_name: 'boot', min_version: '1.2.0', max_version: '1.9' }, { component_name: 'radio', min_version: '2.0' }] as never }), action42);
+    const withDeps: Plan = planOf([{
+      tenant: 'acme', kind: 'firmware', op: 'update', key: '5.10.1', component_name: 'modem',
+      before: { dependencies: [{ component_name: 'boot', min_version: '1.2.0' }, { component_name: 'radio', min_version: '2.0' }] },
+      after: { dependencies: [{ component_name: 'boot', min_version: '1.2.0' }, { component_name: 'radio', min_version: '3.0' }] },
+      body: { is_deactivated: false, uncompressed_size: 1000, dependencies: [{ component_name: 'radio', min_version: '3.0' }, { component_name: 'boot', min_version: '1.2.0', max_version: '1.9' } as never] },
+    }]);
+    expect(writesNotFromPlan(toSavedPlan(withDeps, desired, live, meta), live)).toEqual([]);
+  });
+
+  it('a write holding an API key is found (keysInWrites), with the path redacted', () => {
+    registerSecret('Sup3rSecretKeyValue99');
+    try {
+      const keyed = structuredClone(plan) as Plan;
+      (keyed.changes[0] as { body: { dependencies: unknown[] } }).body.dependencies = [{ component_name: 'x', min_version: 'Sup3rSecretKeyValue99' }];
+      (keyed.changes[1] as { after: { info: Record<string, unknown> } }).after.info = { Sup3rSecretKeyValue99: 1 };
+      expect(keysInWrites(keyed)).toEqual(['changes[0].body.dependencies[0].min_version', 'changes[1].after.info["[REDACTED]"]']);
+      expect(keysInWrites(plan)).toEqual([]);
+    } finally {
+      clearSecretsForTests();
+    }
   });
 });

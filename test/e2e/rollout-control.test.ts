@@ -109,6 +109,23 @@ describe('rollout control through the CLI', () => {
     expect(emu.store.getAction('acme', 1)!.phases).toHaveLength(3);
   });
 
+  it('a saved plan applied with --dir still sees an action paused outside DIR', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    const dir = tree({
+      'dus-sync.yaml': CONFIG(),
+      'actions/one.yaml': action(1, ''),
+      'other/readme.yaml': '',
+    });
+    const saved = await runCli(['plan', '--out', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
+    expect(saved.code, saved.stderr).toBe(0);
+    writeFileSync(join(dir, 'actions/one.yaml'), action(1, '  paused: true\n'));
+    const apply = await runCli(['--dir', join(dir, 'other'), 'apply', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
+    expect(apply.code, apply.stderr).toBe(1);
+    expect(apply.stderr).toContain('action 1 in acme: action 1 is paused');
+    expect(apply.stderr).not.toContain('declares none');
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+  });
+
   it('a saved plan does not append to an action paused or gated in git after it was saved', async () => {
     emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
     const dir = tree({

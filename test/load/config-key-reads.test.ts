@@ -4,10 +4,11 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import type * as ReadFile from '../../src/load/read-file.js';
 
 const reads: string[] = [];
 vi.mock('../../src/load/read-file.js', async (original) => {
-  const real = await original<typeof import('../../src/load/read-file.js')>();
+  const real = await original<typeof ReadFile>();
   return { ...real, readRegularFile: (path: string, opts: Parameters<typeof real.readRegularFile>[1]) => { reads.push(path); return real.readRegularFile(path, opts); } };
 });
 

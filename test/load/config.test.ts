@@ -255,3 +255,21 @@ describe('the sentence says what is wrong', () => {
     });
   }
 });
+
+describe('a key as a tenant name', () => {
+  const KEY = 'Sup3rSecretKeyValue99';
+  const base = 'apiVersion: dus-sync/v1\nkind: Config\nbase_url: http://127.0.0.1:9\n';
+  for (const [what, config, env, where] of [
+    ['default_tenant', `${base}default_tenant: ${KEY}\n`, { DUS_API_KEY: KEY }, 'default_tenant'],
+    ['a tenants: entry', `${base}tenants:\n  ${KEY}: { api_key_env: K }\n`, { K: KEY }, 'a tenant name under tenants:'],
+    ['DUS_TENANT', base, { DUS_API_KEY: KEY, DUS_TENANT: KEY }, 'the environment variable DUS_TENANT'],
+  ] as const) {
+    it(`${what} holding a key is refused (it would be sent in every request's header)`, async () => {
+      const dir = folder(`key-tenant-${what.replace(/\W/g, '')}`, { 'dus-sync.yaml': config });
+      const err = await resolveConfig({ cwd: dir, env: { ...env } }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(UserError);
+      expect((err as Error).message).toBe(`${where} holds an API key (shown as [REDACTED]): a tenant's name is sent in every request's x-service-tenant header; name the tenant, keep its key in api_key_env or api_key_file, and rotate it`);
+      clearSecretsForTests();
+    });
+  }
+});

@@ -39,6 +39,13 @@ describe('a key in a value apply would send', () => {
     });
   }
 
+  it('a key as the document\'s tenant (sent in every request\'s header): an issue at metadata.tenant', () => {
+    registerSecret(KEY);
+    const parsed = parseFile({ path: 'a.yaml', text: `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: "${KEY}" }\nspec:\n  id: 7\n  phases:\n    - name: w\n` }, { ...config, tenants: {} });
+    expect(parsed.issues.map((i) => `${i.line}:${i.column} ${i.pointer}`)).toEqual(['3:21 /metadata/tenant']);
+    expect(parsed.issues[0]!.message).toContain('metadata.tenant holds an API key');
+  });
+
   it('a key spelt with a single-quoted quote', () => {
     const odd = "k3y'0123456789abcdef";
     registerSecret(odd);
