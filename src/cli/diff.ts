@@ -9,6 +9,7 @@ import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderDiffText } from '../core/render/desired-diff-text.js';
 import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
+import { MAX_FILE_SIZE } from '../limits.js';
 import { loadDesiredState, loadDocuments, selectResourcePaths, type LoadFilter } from '../load/index.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
@@ -75,6 +76,7 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
     dir: config.dir,
     ref: base,
     ...(config.file ? { configFile: config.file } : {}),
+    maxBytes: config.reading?.maxFileBytes ?? MAX_FILE_SIZE.default,
     select: (paths, configText) => {
       baseConfig = configAtBase(config, configText, process.env, log);
       return selectResourcePaths(paths, baseConfig);

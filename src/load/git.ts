@@ -5,6 +5,7 @@ import { execFile, spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
 import { UserError } from '../errors.js';
+import { formatSize } from '../limits.js';
 
 export interface FileAtRef {
   /** Relative to the folder asked for, with forward slashes. */
@@ -92,13 +93,10 @@ export async function listFilesAtCommit(root: string, commit: string, dir: strin
   return out.split('\0').filter((p) => p !== '' && p.startsWith(prefix)).map((p) => p.slice(prefix.length)).sort();
 }
 
-/**
- * The contents of several files at a commit in one `git cat-file --batch`; a path that does
- * not exist there maps to undefined. Paths are relative to the repository root.
- */
-export function readBlobs(root: string, commit: string, repoPaths: readonly string[]): Promise<Map<string, string | undefined>> {
+/** `git cat-file ARGS` with `input` on its standard input: its standard output, whole. */
+function catFile(root: string, args: readonly string[], input: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', ['cat-file', '--batch'], { cwd: root, env: GIT_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', ['cat-file', ...args], { cwd: root, env: GIT_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => chunks.push(c));
@@ -106,20 +104,43 @@ export function readBlobs(root: string, commit: string, repoPaths: readonly stri
     child.on('error', (err) => reject((err as NodeJS.ErrnoException).code === 'ENOENT'
       ? new UserError('diff --base needs git, and git was not found on the PATH.') : err));
     child.on('close', (code) => {
-      if (code !== 0) {
-        reject(new Error(`git cat-file failed: ${stderr.trim() || `exit ${code}`}`));
-        return;
-      }
-      try {
-        resolve(parseBatch(Buffer.concat(chunks), repoPaths));
-      } catch (err) {
-        reject(err instanceof Error ? err : new Error(String(err)));
-      }
+      if (code !== 0) reject(new Error(`git cat-file failed: ${stderr.trim() || `exit ${code}`}`));
+      else resolve(Buffer.concat(chunks));
     });
-    // A path with a newline cannot be asked for on this line protocol; git never gave us one
-    // from ls-tree -z that we would need, but guard anyway.
-    child.stdin.end(repoPaths.map((p) => `${commit}:${p.replace(/\n/g, '')}\n`).join(''));
+    child.stdin.end(input);
   });
+}
+
+/**
+ * The contents of several files at a commit, in one `git cat-file --batch`; a path that does
+ * not exist there (or is not a file) maps to undefined. Paths are relative to the repository
+ * root. Their sizes are asked for first (`--batch-check`): a file larger than `maxBytes` is
+ * refused by name before any of it is read (a 700 MB blob, 700 KB in git, was read whole and
+ * ended in V8's "Cannot create a string longer than …").
+ */
+export async function readBlobs(root: string, commit: string, repoPaths: readonly string[], maxBytes = Number.MAX_SAFE_INTEGER): Promise<Map<string, string | undefined>> {
+  // The line protocol cannot ask for a name holding a line break (git would read another file).
+  const odd = repoPaths.find((p) => /[\n\r]/.test(p));
+  if (odd !== undefined) {
+    throw new UserError(`the file ${JSON.stringify(odd)} at ${commit.slice(0, 12)} has a line break in its name, which dus-sync cannot read from git; rename it, or keep it out of the resources`);
+  }
+  const request = repoPaths.map((p) => `${commit}:${p}\n`).join('');
+  const checks = (await catFile(root, ['--batch-check'], request)).toString('utf8').split('\n');
+  const wanted: string[] = [];
+  repoPaths.forEach((path, i) => {
+    const [, type, size] = (checks[i] ?? '').split(' ');
+    if (type !== 'blob') return;
+    const n = Number(size);
+    if (n > maxBytes) {
+      throw new UserError(`the file ${path} at ${commit.slice(0, 12)} is ${formatSize(n)}, larger than the ${formatSize(maxBytes)} a desired-state file may be; this is probably not one: keep it out of the resources (or raise DUS_MAX_FILE_SIZE)`);
+    }
+    wanted.push(path);
+  });
+  const out = new Map<string, string | undefined>(repoPaths.map((p) => [p, undefined]));
+  if (wanted.length === 0) return out;
+  const blobs = parseBatch(await catFile(root, ['--batch'], wanted.map((p) => `${commit}:${p}\n`).join('')), wanted);
+  for (const [p, text] of blobs) out.set(p, text);
+  return out;
 }
 
 function parseBatch(buf: Buffer, repoPaths: readonly string[]): Map<string, string | undefined> {
@@ -161,6 +182,8 @@ export async function readDesiredAtRef(args: {
   readonly ref: string;
   readonly configFile?: string;
   readonly select: (paths: readonly string[], configText: string | undefined) => readonly string[];
+  /** A file larger is refused by name before it is read (DUS_MAX_FILE_SIZE). */
+  readonly maxBytes?: number;
 }): Promise<DesiredAtRef> {
   const root = await repoRoot(args.dir);
   const commit = await resolveCommit(root, args.ref);
@@ -168,12 +191,12 @@ export async function readDesiredAtRef(args: {
   let configText: string | undefined;
   if (args.configFile) {
     const configRel = toRepoRelativeFile(root, args.configFile);
-    if (configRel !== undefined) configText = (await readBlobs(root, commit, [configRel])).get(configRel);
+    if (configRel !== undefined) configText = (await readBlobs(root, commit, [configRel], args.maxBytes)).get(configRel);
   }
   const chosen = args.select(paths, configText);
   const relDir = toRepoRelative(root, args.dir);
   const prefix = relDir === '' ? '' : `${relDir}/`;
-  const blobs = await readBlobs(root, commit, chosen.map((p) => `${prefix}${p}`));
+  const blobs = await readBlobs(root, commit, chosen.map((p) => `${prefix}${p}`), args.maxBytes);
   const files: FileAtRef[] = [];
   for (const p of chosen) {
     const text = blobs.get(`${prefix}${p}`);

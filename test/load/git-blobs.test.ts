@@ -1,0 +1,37 @@
+// diff --base reads the base side from git: a file too large is refused by name before any of it
+// is read (a 700 MB blob, 700 KB in git, was read whole), and a name holding a line break, which
+// git's line protocol would take for another file, is refused rather than misread.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readBlobs, readDesiredAtRef } from '../../src/load/git.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'dus-git-blobs-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const git = (...args: string[]) => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: dir, encoding: 'utf8' });
+
+mkdirSync(join(dir, 't'));
+writeFileSync(join(dir, 't', 'a.yaml'), 'small: 1\n');
+writeFileSync(join(dir, 't', 'big.yaml'), 'x'.repeat(6 * 1024 * 1024));
+git('init', '-q');
+git('add', '.');
+git('commit', '-qm', 'base');
+const commit = git('rev-parse', 'HEAD').trim();
+
+describe('reading the base side from git', () => {
+  it('a file larger than the limit is refused by name, from its size alone', async () => {
+    await expect(readDesiredAtRef({ dir, ref: 'HEAD', select: (paths) => paths, maxBytes: 5 * 1024 * 1024 }))
+      .rejects.toThrow(/^the file t\/big\.yaml at [0-9a-f]{12} is 6 MiB, larger than the 5 MiB a desired-state file may be; this is probably not one/);
+  });
+
+  it('files within the limit are read; a path that is not there, or a folder, is undefined', async () => {
+    const blobs = await readBlobs(dir, commit, ['t/a.yaml', 't/none.yaml', 't'], 1024);
+    expect([...blobs]).toEqual([['t/a.yaml', 'small: 1\n'], ['t/none.yaml', undefined], ['t', undefined]]);
+  });
+
+  it('a name with a line break is refused, not read as another file', async () => {
+    await expect(readBlobs(dir, commit, ['t/a.yaml\nt/big.yaml'])).rejects.toThrow(/has a line break in its name, which dus-sync cannot read from git; rename it/);
+  });
+});
