@@ -14,8 +14,9 @@ import { UserError } from '../errors.js';
 import { readApiKeys } from '../load/keys.js';
 import { readRegularFile } from '../load/read-file.js';
 import { checkExportTenant } from '../load/selection.js';
-import type { Action, Logger } from '../model/index.js';
-import { redact, redactDeep } from '../redact.js';
+import type { Action, Logger, ResolvedConfig } from '../model/index.js';
+import { parseFile } from '../load/index.js';
+import { REDACTED, redact, redactDeep } from '../redact.js';
 import { VERSION } from '../version.js';
 import { setup } from './common.js';
 import { apiLimitFlags, type GlobalOptions } from './context.js';
@@ -207,17 +208,36 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
       toolVersion: VERSION,
     });
     report(log, result.skipped.map((s) => `not exported: ${s.reason}.`));
-    const writes = await writeExport(outDir, result.files.map((f) => ({ ...f, text: redact(f.text) })), { force: opts.force === true });
+    const files = loadable(result.files.map((f) => ({ ...f, text: redact(f.text) })), config, tenant, log);
+    const writes = await writeExport(outDir, files, { force: opts.force === true });
     for (const p of writes.written) process.stderr.write(`wrote ${p}\n`);
     for (const p of writes.unchanged) process.stderr.write(`unchanged ${p}\n`);
     for (const p of writes.overwritten) log.warn(`overwrote ${p}, which differed from the export (--force)`);
-    report(log, (await strayFiles(outDir, result.files)).map((p) =>
+    report(log, (await strayFiles(outDir, files)).map((p) =>
       `${p} was not written by this export; if it held documents of tenant ${tenant}, they may now be stale or defined twice (remove it if so).`));
-    process.stdout.write(`Exported ${result.firmwares} firmware${result.firmwares === 1 ? '' : 's'} of ${result.components} component${result.components === 1 ? '' : 's'} and ${result.actions} action${result.actions === 1 ? '' : 's'} of tenant ${tenant} to ${outDir} (${result.files.length} file${result.files.length === 1 ? '' : 's'}${writes.unchanged.length > 0 ? `, ${writes.unchanged.length} unchanged` : ''})${result.skipped.length > 0 ? `; ${result.skipped.length} version number${result.skipped.length === 1 ? '' : 's'} skipped` : ''}.\n`);
+    process.stdout.write(`Exported ${result.firmwares} firmware${result.firmwares === 1 ? '' : 's'} of ${result.components} component${result.components === 1 ? '' : 's'} and ${result.actions} action${result.actions === 1 ? '' : 's'} of tenant ${tenant} to ${outDir} (${files.length} file${files.length === 1 ? '' : 's'}${writes.unchanged.length > 0 ? `, ${writes.unchanged.length} unchanged` : ''}${files.length < result.files.length ? `; ${result.files.length - files.length} not written, see above` : ''})${result.skipped.length > 0 ? `; ${result.skipped.length} version number${result.skipped.length === 1 ? '' : 's'} skipped` : ''}.\n`);
     return 0;
   } finally {
     await client.close();
   }
+}
+
+/**
+ * The files dus-sync itself can load: a live object may hold what its YAML cannot declare (a
+ * phase named "", a __proto__ key, a number YAML cannot carry exactly), and a file that does not
+ * load would make every plan of the repository fail. Such a file is not written, with a warning
+ * naming its first issue. The [REDACTED] placeholder is the exception: it is written, and refused
+ * by validate until a person decides what belongs there.
+ */
+function loadable(files: readonly ExportedFile[], config: ResolvedConfig, tenant: string, log: Logger): ExportedFile[] {
+  const as: ResolvedConfig = { ...config, tenants: { ...config.tenants, [tenant]: config.tenants[tenant] ?? {} } };
+  return files.filter((f) => {
+    const issues = parseFile({ path: f.path, text: f.text }, as, { sent: false }).issues.filter((i) => !i.message.includes(REDACTED));
+    if (issues.length === 0) return true;
+    const i = issues[0]!;
+    log.warn(`not exported: ${f.path}, since dus-sync could not load it back (${i.line}:${i.column}: ${i.message}); the live object holds what its YAML cannot declare`);
+    return false;
+  });
 }
 
 function report(log: Logger, lines: readonly string[]): void {

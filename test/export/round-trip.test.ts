@@ -151,3 +151,24 @@ describe('export → plan', () => {
     expect(() => statSync(target)).toThrow();
   });
 });
+
+describe('export of a live object its YAML cannot declare', () => {
+  it('is not written, with a warning naming the file and why; what is written loads, and plans no change', async () => {
+    const odd = await startEmulator({ seed: { tenants: { acme: { api_key: KEY, bundles: [{ version: 'b1', firmwares: [{ version_number: '1.0', component_name: 'modem', uncompressed_size: 1, is_deactivated: false, dependencies: [] }] }],
+      actions: [{ id: 42, status: 'pending', phases: [{ name: 'big', trigger_on: {}, info: { fleet: 1e21 } }] }, { id: 43, status: 'pending', phases: [{ name: 'ok', trigger_on: {}, info: {} }] }] } } } as unknown as Seed, port: 0 });
+    const dir = mkdtempSync(join(tmpdir(), 'dus-sync-export-odd-'));
+    try {
+      writeFileSync(join(dir, 'dus-sync.yaml'), 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
+      const e = { ...env(), DUS_BASE_URL: odd.url };
+      const r = await run(process.execPath, [cli.cli, 'export', '--out', 'tenants/acme', '--action', '42', '--action', '43'], { cwd: dir, env: e });
+      expect(r.stderr).toMatch(/warning: not exported: actions\/42\.yaml, since dus-sync could not load it back \(\d+:\d+: [^\n]*\); the live object holds what its YAML cannot declare/);
+      expect(r.stdout).toBe('Exported 1 firmware of 1 component and 2 actions of tenant acme to tenants/acme (2 files; 1 not written, see above).\n');
+      expect(filesUnder(join(dir, 'tenants'))).toEqual(['acme/actions/43.yaml', 'acme/firmwares/modem.yaml']);
+      const p = await run(process.execPath, [cli.cli, 'plan', '--detailed-exitcode'], { cwd: dir, env: e });
+      expect(p.stdout).toMatch(/no changes/i);
+    } finally {
+      await odd.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
