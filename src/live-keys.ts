@@ -10,7 +10,7 @@
 // validate/plan refuse a desired-state file that holds one (src/load/documents.ts).
 import type { Action, DesiredState, LiveFirmware, LiveState, Logger, Plan } from './model/index.js';
 import { UserError } from './errors.js';
-import { REDACTED, redactDeep, secretsGeneration, textMayHoldKey } from './redact.js';
+import { holdsWholeKey, redact, REDACTED, redactDeep, secretsGeneration, textMayHoldKey } from './redact.js';
 
 export interface KeyLocation {
   readonly tenant: string;
@@ -244,7 +244,7 @@ export function keysInWrites(plan: Plan): string[] {
   plan.changes.forEach((c, i) => {
     const writes = c.kind === 'firmware' ? { body: c.body } : { after: c.after };
     for (const [field, value] of Object.entries(writes)) {
-      redactDeep(value, (path) => out.push(`changes[${i}].${field}${path === '' ? '' : path.startsWith('[') ? path : `.${path}`}`));
+      walkAll(value, `changes[${i}].${field}`, (path, text) => { if (holdsWholeKey(text)) out.push(redact(path)); });
     }
   });
   return out;
@@ -256,6 +256,18 @@ export function refusePlaceholders(file: string, plan: Plan): void {
   if (at.length === 0) return;
   throw new UserError(`${file} holds ${REDACTED} where the live data held an API key (${at.slice(0, 3).join(', ')}${at.length > 3 ? `, and ${at.length - 3} more` : ''}); `
     + 'applying it would write the placeholder to the service, so nothing was written. Run dus-sync apply without a plan file');
+}
+
+/** Every string of the value and every field name, with its path. */
+function walkAll(value: unknown, path: string, visit: (path: string, text: string) => void): void {
+  if (typeof value === 'string') visit(path, value);
+  else if (Array.isArray(value)) value.forEach((v, i) => walkAll(v, `${path}[${i}]`, visit));
+  else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      visit(`${path}[${JSON.stringify(k)}]`, k);
+      walkAll(v, `${path}.${k}`, visit);
+    }
+  }
 }
 
 function walkStrings(value: unknown, path: string, visit: (path: string, text: string) => void): void {

@@ -50,6 +50,17 @@ export function clearSecretsForTests(): void {
   generation += 1;
 }
 
+/**
+ * Whether the text holds a whole registered key as written: for refusing a value that would send
+ * one (a phase name, a tenant name, base_url). Redaction also hides any 8 characters of a key,
+ * which suits output; refusing on that would refuse a tenant "fallback" beside a key
+ * "dus-api-key-fallback-…". A key holds no line break, so strings joined by one are searched at once.
+ */
+export function holdsWholeKey(text: string): boolean {
+  for (const s of secrets) if (text.includes(s)) return true;
+  return false;
+}
+
 /** Whether any key is registered (nothing to redact, nothing to look for, when none is). */
 export function anySecrets(): boolean {
   return secrets.size > 0;

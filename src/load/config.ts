@@ -8,7 +8,7 @@ import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '
 import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
 import { isEnvName, registerKeysOfRawConfig } from './keys.js';
-import { containsSecret, redact } from '../redact.js';
+import { holdsWholeKey, redact } from '../redact.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
@@ -93,21 +93,21 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
       : `base_url must start with http:// or https://, not "${baseUrl}"`);
   }
   // (After the shape: a value that is not an address at all, a key pasted there, gets the shape's sentence.)
-  if (baseUrl !== undefined && containsSecret(baseUrl)) {
+  if (baseUrl !== undefined && (holdsWholeKey(baseUrl) || holdsWholeKey(decoded(baseUrl)))) {
     // Sent in every request's path, kept by proxies' and servers' logs, and in the state folder's records.
     throw new UserError(`${envBaseUrl !== undefined ? 'the environment variable DUS_BASE_URL' : 'base_url'} holds an API key (shown as ${redact(baseUrl)}): a key in the address is sent in every request's path and kept in proxies' logs; remove it (a key goes in api_key_env or api_key_file), and rotate it`);
-  }
-  // A tenant's name is sent in every request's x-service-tenant header, and kept in the state folder.
-  for (const [where, name] of [...Object.keys(raw?.tenants ?? {}).map((n) => ['a tenant name under tenants:', n] as const),
-    ['default_tenant', raw?.default_tenant] as const, ['the environment variable DUS_TENANT', envValue(opts.env, 'DUS_TENANT')] as const]) {
-    if (name !== undefined && containsSecret(name)) {
-      throw new UserError(`${where} holds an API key (shown as ${redact(name)}): a tenant's name is sent in every request's x-service-tenant header; name the tenant, keep its key in api_key_env or api_key_file, and rotate it`);
-    }
   }
   const envTenant = envValue(opts.env, 'DUS_TENANT');
   const listed = Object.keys(raw?.tenants ?? {});
   if (envTenant !== undefined && listed.length > 0 && !listed.includes(envTenant)) {
     throw new UserError(`the environment variable DUS_TENANT must name one of the tenants in ${file ? shownPath(file, opts.cwd) : 'the config'} (${listed.join(', ')}); ${NOT_SHOWN}`);
+  }
+  // A tenant's name is sent in every request's x-service-tenant header, and kept in the state folder.
+  for (const [where, name] of [...Object.keys(raw?.tenants ?? {}).map((n) => ['a tenant name under tenants:', n] as const),
+    ['default_tenant', raw?.default_tenant] as const, ['the environment variable DUS_TENANT', envValue(opts.env, 'DUS_TENANT')] as const]) {
+    if (name !== undefined && holdsWholeKey(name)) {
+      throw new UserError(`${where} holds an API key (shown as ${redact(name)}): a tenant's name is sent in every request's x-service-tenant header; name the tenant, keep its key in api_key_env or api_key_file, and rotate it`);
+    }
   }
   const tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string; tenantId?: string }> = {};
   for (const [name, t] of Object.entries(raw?.tenants ?? {})) {
@@ -332,6 +332,15 @@ export function tenantNameIssues(config: Config, position: Position): ConfigIssu
     byId.set(id, name);
   }
   return issues;
+}
+
+/** The text with its percent escapes decoded, or as it is when they do not decode. */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /** default_tenant must be one of the listed tenants, when tenants are listed. */

@@ -9,7 +9,7 @@ import type { Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
-import { anySecrets, redact, REDACTED, textMayHoldKey } from '../redact.js';
+import { anySecrets, holdsWholeKey, redact, REDACTED } from '../redact.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
@@ -209,9 +209,10 @@ export function parseFile(file: SourceFile, config: ResolvedConfig, opts: { read
  * A valid document whose spec holds an API key known to redaction (a tenant's key pasted into a
  * phase name, a note, a file name) is refused: apply would send the key to the API, where it is
  * stored and shown to anyone who can read the tenant, while every output of dus-sync shows it as
- * [REDACTED] and nobody notices. One search of the sent values' strings, joined, decides for nearly
- * every file (textMayHoldKey: a hit across two strings, or an escape redact decodes, only costs
- * the walk); only then is each string redacted on its own, and the file parsed again for places.
+ * [REDACTED] and nobody notices. A whole key counts (holdsWholeKey: YAML's escapes are decoded by
+ * then), not any 8 characters of one, which would refuse a name sharing a word with a key. One
+ * search of the sent values' strings, joined, decides for nearly every file; only on a hit is
+ * each string searched, and the file parsed again for the places.
  */
 function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number): ParsedFile {
   if (!anySecrets()) return parsed;
@@ -224,16 +225,16 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     // The tenant's name too: it is sent in every request's x-service-tenant header.
     strings.push(d.object.tenant);
   }
-  if (strings.length === 0 || !textMayHoldKey(strings.join('\n'))) return parsed;
+  if (strings.length === 0 || !holdsWholeKey(strings.join('\n'))) return parsed;
   const found: { index: number; path: string[]; key: boolean }[] = [];
   const walk = (v: unknown, path: string[], index: number): void => {
     if (typeof v === 'string') {
-      if (redact(v) !== v) found.push({ index, path, key: false });
+      if (holdsWholeKey(v)) found.push({ index, path, key: false });
     } else if (Array.isArray(v)) {
       v.forEach((x, i) => walk(x, [...path, String(i)], index));
     } else if (isPlainObject(v)) {
       for (const [k, x] of Object.entries(v)) {
-        if (redact(k) !== k) found.push({ index, path: [...path, k], key: true });
+        if (holdsWholeKey(k)) found.push({ index, path: [...path, k], key: true });
         walk(x, [...path, k], index);
       }
     }
@@ -242,7 +243,7 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     if (d.object === undefined) continue;
     const { value, at } = sent(d.object);
     walk(value, at, d.index);
-    if (redact(d.object.tenant) !== d.object.tenant) found.push({ index: d.index, path: ['metadata', 'tenant'], key: false });
+    if (holdsWholeKey(d.object.tenant)) found.push({ index: d.index, path: ['metadata', 'tenant'], key: false });
   }
   if (found.length === 0) return parsed;
   const src = parseYamlSource(parsed.file, file.text, maxFileBytes);

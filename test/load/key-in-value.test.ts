@@ -53,6 +53,13 @@ describe('a key in a value apply would send', () => {
     expect(r.issues).toEqual([expect.stringContaining('8:13 /spec/phases/1/name')]);
   });
 
+  it('a value that shares 8 characters with a key, but is not the key, is no issue (a tenant "fallback", a key "…-fallback-…")', () => {
+    registerSecret('dus-api-key-fallback-777888999');
+    expect(issues(action('name: fallback-wave'))).toEqual({ issues: [], objects: 1 });
+    const parsed = parseFile({ path: 'a.yaml', text: 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: fallback }\nspec:\n  id: 7\n  phases:\n    - name: w\n' }, { ...config, tenants: { fallback: {} } });
+    expect(parsed.issues).toEqual([]);
+  });
+
   it('no issue where nothing is sent (a label), where no key is registered, or for another text', () => {
     const labelled = action('name: w2', `, labels: { note: "x${KEY}" }`);
     registerSecret(KEY);
