@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline/promises';
 import { dirname } from 'node:path';
 import type { ApplyReport, Change, ChangeResult, DesiredState, FirmwareChange, LiveState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
 import { dependentsLeft, unsatisfiedAfter } from '../core/plan.js';
+import { canonicalJson, normalizePhase } from '../core/canonical.js';
 import { assemble, readParsedFiles, type LoadFilter } from '../load/index.js';
 import { ConfigError, UserError } from '../errors.js';
 import {
@@ -126,37 +127,60 @@ function refuseOutsideWindows(saved: Plan, config: ResolvedConfig, opts: ApplyFl
 }
 
 /**
- * A saved plan's appends must still be ones the desired state allows now: `paused: true` is the
- * emergency brake, and `pacing: gated` allows one triggered-and-soaked phase at a time, whenever
- * they were put in git. The actions of the plan that the checkout declares are planned again
- * against the fresh reads; an append that plan does not make refuses the whole saved plan.
- * Actions the checkout does not declare (a plan applied where the YAML is not) cannot be checked.
+ * A saved plan must still be what the checkout's YAML asks for. Its appends must be ones the
+ * desired state allows now: `paused: true` is the emergency brake, and `pacing: gated` allows
+ * one triggered-and-soaked phase at a time, whenever they were put in git. And each change of an
+ * object the checkout declares must be the change the checkout plans now, the same PUT body, the
+ * same phase: a plan file edited after it was made (a CI artifact), or YAML changed since, is
+ * refused. The declared objects of the plan are planned again against the fresh reads (the
+ * whole repository, whatever --dir narrowed). Objects the checkout does not declare (a plan
+ * applied where the YAML is not) cannot be checked: a warning says so.
  */
-async function refuseAgainstRolloutControl(saved: Plan, config: ResolvedConfig, live: LiveState, opts: ApplyFlags, log: Logger): Promise<void> {
+async function refuseAgainstCheckout(saved: Plan, config: ResolvedConfig, live: LiveState, opts: ApplyFlags, log: Logger): Promise<void> {
+  if (saved.changes.length === 0) return;
   const appends = saved.changes.filter((c): c is Extract<Change, { kind: 'phase' }> => c.kind === 'phase');
-  if (appends.length === 0) return;
+  const writes = saved.changes.filter((c): c is FirmwareChange => c.kind === 'firmware');
   // The whole repository, whatever --dir narrowed: an action paused in a file outside DIR is paused.
   const whole: ResolvedConfig = config.file !== undefined ? { ...config, dir: dirname(config.file) } : config;
   const files = await readParsedFiles(whole).catch((err: unknown) => err as Error);
-  const loaded = files instanceof Error ? { desired: { actions: [] as DesiredState['actions'] }, issues: [] } : assemble(files, whole);
-  const ids = new Set(appends.map((c) => `${c.tenant}\0${c.action_id}`));
+  const loaded = files instanceof Error ? { desired: { firmwares: [] as DesiredState['firmwares'], actions: [] as DesiredState['actions'] }, issues: [] } : assemble(files, whole);
   // An invalid checkout may be the very file that pauses an action: nothing is written.
   if (loaded.issues.length > 0) throw new ConfigError(loaded.issues);
+  const ids = new Set(appends.map((c) => `${c.tenant}\0${c.action_id}`));
+  const keys = new Set(writes.map((c) => `${c.tenant}\0${c.key}`));
   const declared = loaded.desired.actions.filter((a) => ids.has(`${a.tenant}\0${a.id}`));
-  if (declared.length === 0) {
-    log.warn('the checkout declares none of the saved plan\'s actions, so whether they are paused or gated now cannot be checked');
+  const declaredFirmwares = loaded.desired.firmwares.filter((f) => keys.has(`${f.tenant}\0${f.spec.version_number}`));
+  if (declared.length === 0 && declaredFirmwares.length === 0) {
+    log.warn('the checkout declares none of the saved plan\'s objects, so whether its changes are what the YAML asks for now (the values, paused, gated) cannot be checked');
     return;
   }
-  const now = await planLive({ firmwares: [], actions: declared, files: [] }, live, rolloutControl(config, log, opts));
-  const planned = new Set(now.changes.map((c) => (c.kind === 'phase' ? `${c.tenant}\0${c.action_id}\0${c.index}` : '')));
+  const now = await planLive({ firmwares: declaredFirmwares, actions: declared, files: [] }, live, rolloutControl(config, log, opts));
+  const planned = new Map(now.changes.map((c) => [c.kind === 'phase' ? `${c.tenant}\0${c.action_id}\0${c.index}` : `${c.tenant}\0${c.key}\0${c.component_name}`, c] as const));
   const refused = new Map<string, string>();
   for (const c of appends) {
     if (!declared.some((a) => a.tenant === c.tenant && a.id === c.action_id) || planned.has(`${c.tenant}\0${c.action_id}\0${c.index}`)) continue;
     const held = now.held?.find((h) => h.tenant === c.tenant && h.kind === 'action' && h.key === String(c.action_id));
     refused.set(`${c.tenant}\0${c.action_id}`, `action ${c.action_id} in ${c.tenant}: ${held ? held.message : `the desired state no longer appends phase ${c.index} (${c.after.name})`}`);
   }
-  if (refused.size === 0) return;
-  throw new UserError(`the saved plan appends phases the desired state now holds back (${[...refused.values()].join('; ')}); nothing was written. Run dus-sync plan again`);
+  if (refused.size > 0) {
+    throw new UserError(`the saved plan appends phases the desired state now holds back (${[...refused.values()].join('; ')}); nothing was written. Run dus-sync plan again`);
+  }
+  const differs: string[] = [];
+  for (const c of appends) {
+    const m = planned.get(`${c.tenant}\0${c.action_id}\0${c.index}`);
+    if (m?.kind === 'phase' && canonicalJson(normalizePhase(m.after)) !== canonicalJson(normalizePhase(c.after))) {
+      differs.push(`phase ${c.index} of action ${c.action_id} in ${c.tenant} is not the phase the YAML declares there`);
+    }
+  }
+  for (const c of writes) {
+    if (!declaredFirmwares.some((f) => f.tenant === c.tenant && f.spec.version_number === c.key)) continue;
+    const m = planned.get(`${c.tenant}\0${c.key}\0${c.component_name}`);
+    if (m?.kind !== 'firmware') differs.push(`the YAML no longer changes firmware ${c.key} in ${c.tenant}`);
+    else if (canonicalJson(m.body) !== canonicalJson(c.body)) differs.push(`firmware ${c.key} in ${c.tenant} would be written with other values than the YAML's`);
+  }
+  if (differs.length > 0) {
+    throw new UserError(`the saved plan is not what the checkout's YAML plans now (${differs.slice(0, 3).join('; ')}${differs.length > 3 ? `; and ${differs.length - 3} more` : ''}): the plan file was edited, or the YAML changed since it was made; nothing was written. Run dus-sync plan again`);
+  }
 }
 
 async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, options: ApplyOptions, globals: GlobalOptions,
@@ -198,11 +222,11 @@ async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyF
       showPlan(saved, opts, globals);
       enforceSafety(saved, config, opts);
       refuseOutsideWindows(saved, config, opts, log);
-      await refuseAgainstRolloutControl(saved, config, live, opts, log);
+      await refuseAgainstCheckout(saved, config, live, opts, log);
       if (saved.changes.length === 0) return nothingToApply(saved, 0, opts);
       // As in Terraform, the saved plan is the approval: it was reviewed when it was made, and
-      // it is applied only as it was saved (checked above against fresh reads), so no prompt
-      // and no --auto-approve, on a terminal or not.
+      // it is applied only as it was saved (checked above against fresh reads and against the
+      // checkout's YAML), so no prompt and no --auto-approve, on a terminal or not.
       log.info(`applying the saved plan ${path} as approved when it was made${revision ? ` (desired state at ${shortRevision(revision)})` : ''}`);
       // Every write is still decided on a fresh read of its object, against this checked live state.
       const report = await execute(saved, live, client, locked, options);

@@ -65,7 +65,7 @@ function firmwareState(record: LiveFirmware): unknown {
     uncompressed_size: record.uncompressed_size,
     // Every field of each entry, nested ones included: a saved plan sends the entries the YAML
     // does not manage as they were read, so a change to any of them since makes it stale.
-    dependencies: record.dependencies.map((d) => canonicalJson(d)).sort(compareStrings),
+    dependencies: [...record.dependencies].map((d) => [canonicalJson(d), d] as const).sort((a, b) => compareStrings(a[0], b[0])).map(([, d]) => d),
     bundles: [...record.bundles].sort(compareStrings),
   };
 }

@@ -109,6 +109,44 @@ describe('rollout control through the CLI', () => {
     expect(emu.store.getAction('acme', 1)!.phases).toHaveLength(3);
   });
 
+  it('a saved plan that is not what the checkout plans now (the file edited, or the YAML changed) is refused, nothing written', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    const firmware = (size: number) => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", is_deactivated: true${size ? `, uncompressed_size: ${size}` : ''} }\n`;
+    const dir = tree({ 'dus-sync.yaml': CONFIG(), 'actions/one.yaml': action(1, ''), 'firmwares/modem.yaml': firmware(0) });
+    const planFile = join(dir, 'plan.json');
+    const made = await runCli(['plan', '--out', planFile], { cwd: dir, env: env(dir) });
+    expect(made.code, made.stderr).toBe(0);
+    const original = readFileSync(planFile, 'utf8');
+    type Edited = { kind: string; index?: number; before: Record<string, unknown>; after: Record<string, unknown>; body: Record<string, unknown> };
+    const edit = (change: (p: { changes: Edited[] }) => void) => {
+      const p = JSON.parse(original) as { changes: Edited[] };
+      change(p);
+      writeFileSync(planFile, JSON.stringify(p));
+    };
+    const refusedWith = async (message: RegExp) => {
+      const r = await runCli(['apply', planFile], { cwd: dir, env: env(dir) });
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toContain('nothing was written');
+      expect(emu!.store.getAction('acme', 1)!.phases).toEqual([]);
+    };
+    // Edited the same way in before, after and body: the body is its change over live, but not the YAML's.
+    edit((p) => { const fw = p.changes.find((c) => c.kind === 'firmware')!; fw.after.uncompressed_size = 5; fw.before.uncompressed_size = 10; fw.body.uncompressed_size = 5; });
+    await refusedWith(/the saved plan is not what the checkout's YAML plans now \(firmware 2\.4\.1 in acme would be written with other values than the YAML's\)/);
+    // An append renamed in the file.
+    edit((p) => { p.changes.find((c) => c.kind === 'phase' && c.index === 2)!.after.name = 'wave-2-EDITED'; });
+    await refusedWith(/phase 2 of action 1 in acme is not the phase the YAML declares there/);
+    // The file as made, the YAML changed since.
+    writeFileSync(planFile, original);
+    writeFileSync(join(dir, 'firmwares/modem.yaml'), firmware(77));
+    await refusedWith(/firmware 2\.4\.1 in acme would be written with other values than the YAML's/);
+    // As made, against the YAML it was made from: applied.
+    writeFileSync(join(dir, 'firmwares/modem.yaml'), firmware(0));
+    const ok = await runCli(['apply', planFile], { cwd: dir, env: env(dir) });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(emu.store.getAction('acme', 1)!.phases.map((p) => p.name)).toEqual(['canary', 'wave-1', 'wave-2']);
+  });
+
   it('a saved plan applied with --dir still sees an action paused outside DIR', async () => {
     emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
     const dir = tree({
