@@ -465,7 +465,10 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         return result({ ...base, result: outcome, synced: cleanTenants, inDoubt: await inDoubt(),
           message: problems > 0
             ? `${troubles} to fix; nothing to apply (${plan.summary.unchanged} unchanged)`
-            : `in sync (${plan.summary.unchanged} unchanged)` });
+            // Held back (paused, gated, outside a sync window) is not in sync: say what waits.
+            : (plan.held ?? []).length > 0
+              ? `held: ${plural(plan.held!.length, 'object')} waiting (${plan.held![0]!.message}${plan.held!.length > 1 ? `; and ${plan.held!.length - 1} more` : ''}); nothing to apply now (${plan.summary.unchanged} unchanged)`
+              : `in sync (${plan.summary.unchanged} unchanged)` });
       }
       const inSyncNow = cleanTenants.filter((t) => objects.get(t)!.drift === 0);
       enforceSafety(plan, config, {});

@@ -107,3 +107,23 @@ describe('RepeatLimiter', () => {
     expect(r.shouldLog('a', 'y')).toBe(true);
   });
 });
+
+describe('a pass whose every write is held back', () => {
+  it('says what waits, not "in sync"', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-held-'));
+    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
+    write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  paused: true\n  phases:\n    - { name: canary }\n    - { name: wave-1 }\n');
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock: { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() },
+    });
+    try {
+      const r = await pass({ reason: 'start' }, new AbortController().signal);
+      expect(r.message).toMatch(/^held: 1 object waiting \(action 42 is paused .*\); nothing to apply now \(0 unchanged\)$/);
+      expect(emulator.store.getAction('acme', 42)!.phases).toHaveLength(1);
+    } finally {
+      await close();
+    }
+  });
+});
