@@ -1,7 +1,7 @@
 // The live state the desired state needs, read in one pass per tenant: the bundle pages
 // (only for tenants that declare firmwares) and only the actions that are declared.
 import { setMaxListeners } from 'node:events';
-import { canonicalJson } from '../core/canonical.js';
+import { entriesText } from '../core/canonical.js';
 import { compareVersions } from '../core/version-order.js';
 import { collectRecord, markSearched, stringsMayHoldKey } from '../live-keys.js';
 import { intern, NO_DEPENDENCIES, UNKNOWN_DEPENDENCIES } from '../intern.js';
@@ -272,13 +272,7 @@ function sameFirmware(r: Accumulated['record'], fw: Listed): boolean {
 
 /** The same dependencies, in any order, every field of each compared, nested ones included. */
 function sameDependencyLists(a: readonly object[], b: readonly object[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  if (a.length === 0) return true;
-  // (Not JSON.stringify with a key list: that list applies at every level, and dropped nested fields.)
-  const x = a.map(canonicalJson).sort();
-  const y = b.map(canonicalJson).sort();
-  return x.every((k, i) => k === y[i]);
+  return a === b || (a.length === b.length && (a.length === 0 || entriesText(a) === entriesText(b)));
 }
 
 function byComponentName(a: LiveFirmware, b: LiveFirmware): number {

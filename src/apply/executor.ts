@@ -19,7 +19,7 @@ import type {
 import type { TenantClient } from '../api/types.js';
 import { ApiError } from '../errors.js';
 import { redact } from '../redact.js';
-import { canonicalJson, clip, normalizePhase, sortDependencies } from '../core/canonical.js';
+import { canonicalJson, clip, entriesText, normalizePhase, sortDependencies } from '../core/canonical.js';
 import { actionKey, type Journal } from './journal.js';
 import { phaseDigest } from './digest.js';
 import { chainsOf, describe, assertNever } from './order.js';
@@ -305,7 +305,7 @@ type Fields = Pick<LiveFirmware, (typeof FIELDS)[number]>;
  */
 function fieldText(f: Fields, name: (typeof FIELDS)[number], whole = false): string {
   if (name !== 'dependencies') return JSON.stringify(f[name]);
-  return whole ? `[${f.dependencies.map((d) => canonicalJson(d)).sort().join(',')}]` : canonicalJson(sortDependencies(f.dependencies));
+  return whole ? entriesText(f.dependencies) : canonicalJson(sortDependencies(f.dependencies));
 }
 
 /** The fields that differ between two states of a record (dependencies as a set). */

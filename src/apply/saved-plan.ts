@@ -7,7 +7,7 @@ import type {
   Change, DesiredRevision, DesiredState, LiveFingerprint, LiveState, Plan, SavedPlan,
 } from '../model/index.js';
 import { UserError } from '../errors.js';
-import { canonicalJson, compareStrings, liveObjectState } from '../core/canonical.js';
+import { canonicalJson, compareStrings, entriesText, liveObjectState } from '../core/canonical.js';
 import { withLiveFields } from '../core/plan.js';
 import { sha256 } from './digest.js';
 
@@ -109,17 +109,10 @@ export function writesNotFromPlan(saved: SavedPlan, live: LiveState): string[] {
       && body.is_deactivated === (after.is_deactivated !== undefined ? after.is_deactivated : record.is_deactivated)
       && body.uncompressed_size === (after.uncompressed_size !== undefined ? after.uncompressed_size : record.uncompressed_size)
       && Array.isArray(body.dependencies)
-      && sameEntries(body.dependencies as object[], after.dependencies !== undefined ? withLiveFields(after.dependencies, record.dependencies) : record.dependencies);
+      && entriesText(body.dependencies as object[]) === entriesText(after.dependencies !== undefined ? withLiveFields(after.dependencies, record.dependencies) : record.dependencies);
     if (!fine) out.push(`the PUT body of ${what} is not its change over the live record (was the plan file edited?)`);
   }
   return out;
-}
-
-function sameEntries(a: readonly object[], b: readonly object[]): boolean {
-  if (a.length !== b.length) return false;
-  const x = a.map((d) => canonicalJson(d)).sort(compareStrings);
-  const y = b.map((d) => canonicalJson(d)).sort(compareStrings);
-  return x.every((k, i) => k === y[i]);
 }
 
 /** Stable text of a saved plan file (what `readSavedPlan` reads back). */

@@ -51,6 +51,19 @@ export function phaseDigestInput(phase: PhaseSpec): string {
   return canonicalJson(normalizePhase(phase));
 }
 
+/**
+ * Dependency entries as a set, each entry whole (every field a server gave it, nested ones too):
+ * in the order of their canonical text, so that the order they came in never counts.
+ */
+export function sortEntries<T extends object>(entries: readonly T[]): T[] {
+  return entries.map((d) => [canonicalJson(d), d] as const).sort((a, b) => compareStrings(a[0], b[0])).map(([, d]) => d);
+}
+
+/** sortEntries as text: equal for the same entries, whole, in any order. */
+export function entriesText(entries: readonly object[]): string {
+  return canonicalJson(sortEntries(entries));
+}
+
 /** Dependencies in set order (by component, then version) so that order never counts. */
 export function sortDependencies(deps: readonly Dependency[]): Dependency[] {
   return deps
@@ -65,7 +78,7 @@ function firmwareState(record: LiveFirmware): unknown {
     uncompressed_size: record.uncompressed_size,
     // Every field of each entry, nested ones included: a saved plan sends the entries the YAML
     // does not manage as they were read, so a change to any of them since makes it stale.
-    dependencies: [...record.dependencies].map((d) => [canonicalJson(d), d] as const).sort((a, b) => compareStrings(a[0], b[0])).map(([, d]) => d),
+    dependencies: sortEntries(record.dependencies),
     bundles: [...record.bundles].sort(compareStrings),
   };
 }
