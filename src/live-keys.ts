@@ -228,23 +228,21 @@ export const EXPORTED = `It is written as ${REDACTED}, which validate and plan r
  * would write "[REDACTED]" to the service. `before` values and messages are only shown.
  */
 export function placeholdersInWrites(plan: Plan): string[] {
-  const out: string[] = [];
-  plan.changes.forEach((c, i) => {
-    const writes = c.kind === 'firmware' ? { body: c.body } : { after: c.after };
-    for (const [field, value] of Object.entries(writes)) {
-      walkStrings(value, `changes[${i}].${field}`, (path, text) => { if (text.includes(REDACTED)) out.push(path); });
-    }
-  });
-  return out;
+  return writesWhere(plan, (text) => text.includes(REDACTED));
 }
 
 /** Where a saved plan's writes hold an API key known to redaction: applying it would send the key. */
 export function keysInWrites(plan: Plan): string[] {
+  return writesWhere(plan, holdsWholeKey).map(redact);
+}
+
+/** The paths of the strings and field names of a plan's writes that `holds`. */
+function writesWhere(plan: Plan, holds: (text: string) => boolean): string[] {
   const out: string[] = [];
   plan.changes.forEach((c, i) => {
     const writes = c.kind === 'firmware' ? { body: c.body } : { after: c.after };
     for (const [field, value] of Object.entries(writes)) {
-      walkAll(value, `changes[${i}].${field}`, (path, text) => { if (holdsWholeKey(text)) out.push(redact(path)); });
+      walkAll(value, `changes[${i}].${field}`, (path, text) => { if (holds(text)) out.push(path); });
     }
   });
   return out;
@@ -270,13 +268,3 @@ function walkAll(value: unknown, path: string, visit: (path: string, text: strin
   }
 }
 
-function walkStrings(value: unknown, path: string, visit: (path: string, text: string) => void): void {
-  if (typeof value === 'string') visit(path, value);
-  else if (Array.isArray(value)) value.forEach((v, i) => walkStrings(v, `${path}[${i}]`, visit));
-  else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k.includes(REDACTED)) visit(`${path}[${JSON.stringify(k)}]`, k);
-      walkStrings(v, `${path}.${k}`, visit);
-    }
-  }
-}

@@ -466,8 +466,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
           message: problems > 0
             ? `${troubles} to fix; nothing to apply (${plan.summary.unchanged} unchanged)`
             // Held back (paused, gated, outside a sync window) is not in sync: say what waits.
-            : (plan.held ?? []).length > 0
-              ? `held: ${plural(plan.held!.length, 'object')} waiting (${plan.held![0]!.message}${plan.held!.length > 1 ? `; and ${plan.held!.length - 1} more` : ''}); nothing to apply now (${plan.summary.unchanged} unchanged)`
+            : base.held.length > 0
+              ? `held: ${plural(base.held.length, 'object')} waiting (${base.held[0]!.message}${base.held.length > 1 ? `; and ${base.held.length - 1} more` : ''}); nothing to apply now (${plan.summary.unchanged} unchanged)`
               : `in sync (${plan.summary.unchanged} unchanged)` });
       }
       const inSyncNow = cleanTenants.filter((t) => objects.get(t)!.drift === 0);

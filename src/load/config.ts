@@ -9,7 +9,7 @@ import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
 import { isEnvName, registerKeysOfRawConfig } from './keys.js';
 import { holdsWholeKey, redact } from '../redact.js';
-import { yamlPosition, type Position } from './documents.js';
+import { tenantFold, yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
 import { folderAsConfig } from './config-source.js';
@@ -318,8 +318,8 @@ export function tenantNameIssues(config: Config, position: Position): ConfigIssu
       issues.push({ ...at, message: `the tenant name ${JSON.stringify(name)} has a space at an end or a control character, which the x-service-tenant header cannot carry as written (servers trim it, so it could name another tenant); write the name without it` });
       continue;
     }
-    const folded = name.toLowerCase();
-    const id = (t?.tenant_id ?? name).trim().toLowerCase();
+    const folded = tenantFold(name);
+    const id = tenantFold(t?.tenant_id ?? name);
     const sameName = byName.get(folded);
     const sameId = byId.get(id);
     if (sameName !== undefined || sameId !== undefined) {

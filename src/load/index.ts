@@ -11,7 +11,7 @@ import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import { anySecrets, holdsWholeKey, redact, REDACTED } from '../redact.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
-import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
+import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, tenantFold, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
@@ -466,11 +466,6 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
       return { desired: { firmwares, actions, files: paths }, issues: sortIssues(issues) };
     },
   };
-}
-
-/** The name a server may take a tenant name for: without case, and without spaces at its ends (a header's value is trimmed). */
-export function tenantFold(tenant: string): string {
-  return tenant.trim().toLowerCase();
 }
 
 /**
