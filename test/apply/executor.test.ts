@@ -257,12 +257,18 @@ describe('executePlan', () => {
       });
     }
 
-    it('stored anyway, with reads lagging less than the settle window: not sent again, applied', async () => {
+    /** One append of phase "a" to action 42 against such a server, with this settle window. */
+    async function appendAgainst(settleMs: number, opts: { stores: boolean; lagMs: number; status?: number }) {
       const api = new FakeApi({ journalPath: journal.path });
       api.addAction('acme', 42);
-      const d = deps(api, { settleMs: 30_000 });
-      lying(api, d, { stores: true, lagMs: 20_000 });
+      const d = deps(api, { settleMs });
+      lying(api, d, opts);
       const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+      return { api, d, report };
+    }
+
+    it('stored anyway, with reads lagging less than the settle window: not sent again, applied', async () => {
+      const { api, d, report } = await appendAgainst(30_000, { stores: true, lagMs: 20_000 });
       expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['a']);
       expect(report.applied).toBe(1);
       expect(report.results[0]!.message).toMatch(/answered 429 but a read shows the phase stored/);
@@ -271,11 +277,7 @@ describe('executePlan', () => {
     });
 
     it('not stored: sent again once reads have shown it absent for the settle window, once', async () => {
-      const api = new FakeApi({ journalPath: journal.path });
-      api.addAction('acme', 42);
-      const d = deps(api, { settleMs: 5_000 });
-      lying(api, d, { stores: false, lagMs: 0 });
-      const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+      const { api, d, report } = await appendAgainst(5_000, { stores: false, lagMs: 0 });
       expect(report.applied).toBe(1);
       expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['a']);
       expect(d.clock.slept).toContain(5_000);
@@ -284,11 +286,7 @@ describe('executePlan', () => {
     });
 
     it('a 403 after storing it, with lagging reads: not sent again in this run, left in doubt for the next', async () => {
-      const api = new FakeApi({ journalPath: journal.path });
-      api.addAction('acme', 42);
-      const d = deps(api, { settleMs: 30_000 });
-      lying(api, d, { stores: true, lagMs: 60_000, status: 403 });
-      const report = await executePlan(planOf([phaseChange('acme', 42, 0, phase('a'))]), d);
+      const { api, report } = await appendAgainst(30_000, { stores: true, lagMs: 60_000, status: 403 });
       expect(report.failed).toBe(1);
       expect(report.results[0]!.message).toMatch(/not sent again in this run/);
       expect(api.phases('acme', 42).map((p) => p.name)).toEqual(['a']);
