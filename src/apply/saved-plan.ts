@@ -8,7 +8,7 @@ import type {
 } from '../model/index.js';
 import { UserError } from '../errors.js';
 import { canonicalJson, compareStrings, entriesText, liveObjectState } from '../core/canonical.js';
-import { withLiveFields } from '../core/plan.js';
+import { putBodyOver } from '../core/plan.js';
 import { sha256 } from './digest.js';
 
 export function toSavedPlan(
@@ -103,13 +103,13 @@ export function writesNotFromPlan(saved: SavedPlan, live: LiveState): string[] {
     const records = live.tenants.get(c.tenant)?.firmwares.get(c.key) ?? [];
     const record = records.length === 1 && records[0]!.component_name === c.component_name ? records[0]! : undefined;
     const body = c.body as unknown as Record<string, unknown>;
-    const after = c.after;
-    const fine = record !== undefined
+    const expected = record === undefined ? undefined : putBodyOver(c.after, record);
+    const fine = expected !== undefined
       && Object.keys(body).sort().join() === 'dependencies,is_deactivated,uncompressed_size'
-      && body.is_deactivated === (after.is_deactivated !== undefined ? after.is_deactivated : record.is_deactivated)
-      && body.uncompressed_size === (after.uncompressed_size !== undefined ? after.uncompressed_size : record.uncompressed_size)
+      && body.is_deactivated === expected.is_deactivated
+      && body.uncompressed_size === expected.uncompressed_size
       && Array.isArray(body.dependencies)
-      && entriesText(body.dependencies as object[]) === entriesText(after.dependencies !== undefined ? withLiveFields(after.dependencies, record.dependencies) : record.dependencies);
+      && entriesText(body.dependencies as object[]) === entriesText(expected.dependencies);
     if (!fine) out.push(`the PUT body of ${what} is not its change over the live record (was the plan file edited?)`);
   }
   return out;

@@ -173,8 +173,23 @@ function planFirmware(fw: DesiredFirmware, live: LiveState): ObjectOutcome {
   return diffFirmware(fw, only);
 }
 
+/**
+ * The PUT body of these managed fields over the live record: each managed field as given, the
+ * rest as read (null where live does not know it). Dependencies: the live list as read when they
+ * are not managed, every field of each entry (a server may keep more than the two the API
+ * document names: they are not the YAML's to drop); else the managed list, each entry that live
+ * holds too sent as live holds it, extra fields included.
+ */
+export function putBodyOver(managed: { readonly is_deactivated?: boolean; readonly uncompressed_size?: number; readonly dependencies?: readonly Dependency[] }, record: LiveFirmware): { is_deactivated: boolean | null; uncompressed_size: number | null; dependencies: Dependency[] } {
+  return {
+    is_deactivated: managed.is_deactivated ?? record.is_deactivated,
+    uncompressed_size: managed.uncompressed_size ?? record.uncompressed_size,
+    dependencies: managed.dependencies !== undefined ? withLiveFields(managed.dependencies, record.dependencies) : record.dependencies.map((d) => ({ ...d })),
+  };
+}
+
 /** The YAML's dependencies, each one live holds too (same component and minimum) as live holds it. */
-export function withLiveFields(desired: readonly Dependency[], live: readonly Dependency[]): Dependency[] {
+function withLiveFields(desired: readonly Dependency[], live: readonly Dependency[]): Dependency[] {
   const unused = [...live];
   return desired.map((d) => {
     const i = unused.findIndex((l) => l.component_name === d.component_name && l.min_version === d.min_version);
@@ -261,8 +276,9 @@ function diffFirmware(fw: DesiredFirmware, record: LiveFirmware): ObjectOutcome 
   if (Object.keys(after).length === 0) return NOTHING;
 
   // The PUT must send all three fields; an unmanaged one has to come from live, so it must be known.
-  const isDeactivated = fw.spec.is_deactivated ?? record.is_deactivated;
-  const uncompressedSize = fw.spec.uncompressed_size ?? record.uncompressed_size;
+  const put = putBodyOver(fw.spec, record);
+  const isDeactivated = put.is_deactivated;
+  const uncompressedSize = put.uncompressed_size;
   const unknown = [
     ...(isDeactivated === null ? ['is_deactivated'] : []),
     ...(uncompressedSize === null ? ['uncompressed_size'] : []),
@@ -276,16 +292,7 @@ function diffFirmware(fw: DesiredFirmware, record: LiveFirmware): ObjectOutcome 
       `firmware ${fw.spec.version_number}: live ${list} ${verb} unknown and not managed; set ${them} in the YAML so the PUT can send ${them}`,
     );
   }
-  const body: FirmwareUpdate = {
-    is_deactivated: isDeactivated,
-    uncompressed_size: uncompressedSize,
-    // The live list as read when the YAML does not set it, every field of each entry (a server may
-    // keep more than the two the API document names: they are not the YAML's to drop); else the
-    // YAML's, each entry that live holds too sent as live holds it, extra fields included.
-    dependencies: fw.spec.dependencies !== undefined
-      ? withLiveFields(fw.spec.dependencies, record.dependencies)
-      : record.dependencies.map((d) => ({ ...d })),
-  };
+  const body: FirmwareUpdate = { is_deactivated: isDeactivated, uncompressed_size: uncompressedSize, dependencies: put.dependencies };
   const change: FirmwareChange = {
     tenant: fw.tenant,
     kind: 'firmware',
