@@ -3,8 +3,9 @@
 // trigger that arrives during a pass is coalesced into exactly one more pass. The loop never
 // exits on its own; only stop() ends it.
 import { setMaxListeners } from 'node:events';
+import { lstatSync, type Stats } from 'node:fs';
 import { realpath } from 'node:fs/promises';
-import { resolve, sep } from 'node:path';
+import { basename, resolve, sep } from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../model/index.js';
 import { redact } from '../redact.js';
@@ -85,6 +86,8 @@ export class Watcher {
   private nextTimer: unknown;
   private debounceTimer: unknown;
   private debounceFiles = new Set<string>();
+  /** Paths chokidar met as symbolic links: a linked resource keeps a watcher of its own (its target may change elsewhere). */
+  private readonly links = new Set<string>();
   /** Where each root pointed when it was watched (git-sync swaps a symlink to a new worktree). */
   private realRoots = new Map<string, string | undefined>();
   private debounceSince: number | undefined;
@@ -201,13 +204,11 @@ export class Watcher {
       ignoreInitial: true,
       // chokidar's atomic mode folds an editor's unlink+add (rename-over saves) into a change.
       atomic: true,
-      // Files that can never matter get no watcher of their own (a large repo has many).
-      ignored: (path, stats) => this.insideDotFolder(path)
-        || (stats?.isFile() === true && !this.rootSet.has(path) && !this.filter(path))
-        || (stats?.isDirectory() === true && !this.rootSet.has(path) && !this.folder(path)),
+      ignored: (path, stats) => this.ignored(path, stats),
     });
     this.fsw = fsw;
     fsw.on('all', (event, path) => this.onFsEvent(event, path));
+    fsw.on('raw', (_event: string, name: unknown, details: unknown) => this.onFolderEvent(name, details));
     fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
     // stop() during start-up closes the watcher, which may then never say 'ready'.
     await new Promise<void>((ready) => { fsw.once('ready', () => ready()); this.stopWaiters.push(ready); });
@@ -230,6 +231,36 @@ export class Watcher {
     fsw.add(moved);
   }
 
+  /**
+   * What chokidar leaves alone. A regular file gets no watcher of its own: the watcher of its
+   * folder reports its changes by name ('raw' events, onFolderEvent). chokidar 4 would put one
+   * fs.watch on every file, some 4 KB each (80 MB for a folder of 20,000 files). The roots (the
+   * config file) and links to resources keep theirs: a link's target may change in a folder
+   * that is not watched. Folders a link leads out of the repository through are not watched.
+   */
+  private ignored(path: string, stats: Stats | undefined): boolean {
+    if (this.insideDotFolder(path)) return true;
+    if (stats === undefined || this.rootSet.has(path)) return false;
+    // Entries of a folder come lstat-ed (a link is a link); a link chokidar then follows comes
+    // stat-ed as what it leads to, under the link's path.
+    if (stats.isSymbolicLink()) { this.links.add(path); return false; }
+    if (stats.isFile()) return !this.links.has(path) || !this.filter(path);
+    if (stats.isDirectory()) return !this.folder(path);
+    return false;
+  }
+
+  /** An event of a watched folder's own fs.watch: `name` is the entry of the folder that changed. */
+  private onFolderEvent(name: unknown, details: unknown): void {
+    const folder = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
+    if (typeof name !== 'string' || name === '' || typeof folder !== 'string') return;
+    const path = resolve(folder, name);
+    // chokidar reports the paths it watches itself ('all'): the roots and linked resources.
+    if (this.rootSet.has(path) || this.links.has(path) || !this.filter(path) || this.insideDotFolder(path)) return;
+    // A file's own watcher names the file: that is not an entry of a folder.
+    if (name === basename(folder) && !isFolder(folder)) return;
+    this.onFsEvent('change', path);
+  }
+
   private onFsEvent(event: string, path: string): void {
     if (this.stopped || !this.relevant(event, path)) return;
     this.opts.log.debug(`file ${event}: ${path}`);
@@ -249,8 +280,10 @@ export class Watcher {
       case 'change':
       case 'unlink':
         return this.rootSet.has(path) || this.filter(path);
+      case 'addDir':
       case 'unlinkDir':
-        // A removed folder may have held resources; chokidar does not always list its files.
+        // A folder that came or went may hold resources: chokidar does not report its files
+        // (they have no watcher of their own), so the pass lists everything again.
         return true;
       default:
         return false;
@@ -432,6 +465,10 @@ function sum(m: ReadonlyMap<string, number>): number {
   let n = 0;
   for (const v of m.values()) n += v;
   return n;
+}
+
+function isFolder(path: string): boolean {
+  try { return lstatSync(path).isDirectory(); } catch { return false; }
 }
 
 async function realPaths(paths: readonly string[]): Promise<Map<string, string | undefined>> {

@@ -199,6 +199,64 @@ describe('file changes (real chokidar on a temp folder)', () => {
     expect(pass.triggers[1]).toEqual({ reason: 'file-change', files: [join(dir, 'dus-sync.yaml')] });
   });
 
+  it('puts one fs.watch on each folder, not on each file, and still sees each file change by name', async () => {
+    const { pass } = await fixture();
+    const acme = join(dir, 'tenants', 'acme');
+    const watches = () => process.getActiveResourcesInfo().filter((r) => r === 'FSEventWrap').length;
+    const before = watches();
+    // 200 more files: chokidar 4 alone would put a watcher on each one (some 4 KB each).
+    for (let i = 0; i < 200; i++) await writeFile(join(acme, `f${i}.yaml`), `f: ${i}\n`);
+    await waitFor(() => pass.triggers.length >= 2, 5000, 'the pass for the new files');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(watches()).toBeLessThanOrEqual(before);
+    expect(watches()).toBeLessThan(10);
+    const n = pass.triggers.length;
+    await writeFile(join(acme, 'f150.yaml'), 'f: changed\n');
+    await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the edit');
+    expect(pass.triggers.at(-1)).toEqual({ reason: 'file-change', files: [join(acme, 'f150.yaml')] });
+  });
+
+  it('sees the files of a folder moved in whole (no file event of their own): the pass lists again', async () => {
+    const { pass } = await fixture();
+    const outside = await mkdtemp(join(tmpdir(), 'dus-watch-moved-'));
+    try {
+      await mkdir(join(outside, 'globex', 'deep'), { recursive: true });
+      await writeFile(join(outside, 'globex', 'deep', 'g.yaml'), 'g: 1\n');
+      await rename(join(outside, 'globex'), join(dir, 'tenants', 'globex'));
+      await waitFor(() => pass.triggers.length >= 2, 5000, 'the pass for the new folder');
+      expect(pass.triggers[1]!.reason).toBe('file-change');
+      // The folder itself is named: the pass (src/agent/pass.ts) then lists every file again.
+      expect(pass.triggers[1]!.files).toContain(join(dir, 'tenants', 'globex'));
+      // And its files are watched from then on.
+      await new Promise((r) => setTimeout(r, 300));
+      const n = pass.triggers.length;
+      await writeFile(join(dir, 'tenants', 'globex', 'deep', 'g.yaml'), 'g: 2\n');
+      await waitFor(() => pass.triggers.length > n, 5000, 'the edit in the moved folder');
+      expect(pass.triggers.at(-1)!.files).toEqual([join(dir, 'tenants', 'globex', 'deep', 'g.yaml')]);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps a watcher on a linked resource: an edit of its target outside the watched folders is seen', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'dus-watch-target-'));
+    try {
+      await writeFile(join(outside, 'shared.yaml'), 's: 1\n');
+      dir = await mkdtemp(join(tmpdir(), 'dus-watch-'));
+      await mkdir(join(dir, 'tenants', 'acme'), { recursive: true });
+      await symlink(join(outside, 'shared.yaml'), join(dir, 'tenants', 'acme', 'shared.yaml'));
+      const pass = new FakePass();
+      const w = await startWatch({ paths: [join(dir, 'tenants')], pass: pass.run, intervalMs: 60_000, debounceMs: 100, log: memoryLogger() });
+      watchers.push(w);
+      await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+      await writeFile(join(outside, 'shared.yaml'), 's: 2\n');
+      await waitFor(() => pass.triggers.length >= 2, 5000, 'the pass for the edited target');
+      expect(pass.triggers[1]).toEqual({ reason: 'file-change', files: [join(dir, 'tenants', 'acme', 'shared.yaml')] });
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
   it('ignores dot folders (the journal) and files the filter rejects', async () => {
     const { pass } = await fixture();
     await mkdir(join(dir, 'tenants', '.git'));
