@@ -1,10 +1,9 @@
 // `dus-sync apply [PLANFILE]`: plan (or load a saved plan), ask, apply, verify.
 import { createInterface } from 'node:readline/promises';
-import { dirname } from 'node:path';
 import type { ApplyReport, Change, ChangeResult, DesiredState, FirmwareChange, LiveState, Logger, Plan, ResolvedConfig, SavedPlan } from '../model/index.js';
 import { dependentsLeft, unsatisfiedAfter } from '../core/plan.js';
 import { canonicalJson, normalizePhase } from '../core/canonical.js';
-import { assemble, readParsedFiles, type LoadFilter } from '../load/index.js';
+import { assemble, readParsedFiles, resourceScope, type LoadFilter } from '../load/index.js';
 import { ConfigError, UserError } from '../errors.js';
 import {
   connect, enforceSafety, execute, fetchAndPlan, journalPathFor, loadOrThrow, planLive, rolloutControl, systemClock, tenantsOf, windowGuard,
@@ -140,25 +139,31 @@ async function refuseAgainstCheckout(saved: Plan, config: ResolvedConfig, live: 
   if (saved.changes.length === 0) return;
   const appends = saved.changes.filter((c): c is Extract<Change, { kind: 'phase' }> => c.kind === 'phase');
   const writes = saved.changes.filter((c): c is FirmwareChange => c.kind === 'firmware');
-  // The whole repository, whatever --dir narrowed: an action paused in a file outside DIR is paused.
-  const whole: ResolvedConfig = config.file !== undefined ? { ...config, dir: dirname(config.file) } : config;
-  const files = await readParsedFiles(whole).catch((err: unknown) => err as Error);
-  const loaded = files instanceof Error ? { desired: { firmwares: [] as DesiredState['firmwares'], actions: [] as DesiredState['actions'] }, issues: [] } : assemble(files, whole);
+  // The whole repository, whatever --dir narrowed (an action paused in a file outside DIR is
+  // paused): the config's folder, or DIR when it lies outside it (src/load/index.ts).
+  const whole: ResolvedConfig = { ...config, dir: resourceScope(config).base };
+  const loaded = assemble(await readParsedFiles(whole), whole);
   // An invalid checkout may be the very file that pauses an action: nothing is written.
   if (loaded.issues.length > 0) throw new ConfigError(loaded.issues);
   const ids = new Set(appends.map((c) => `${c.tenant}\0${c.action_id}`));
   const keys = new Set(writes.map((c) => `${c.tenant}\0${c.key}`));
   const declared = loaded.desired.actions.filter((a) => ids.has(`${a.tenant}\0${a.id}`));
   const declaredFirmwares = loaded.desired.firmwares.filter((f) => keys.has(`${f.tenant}\0${f.spec.version_number}`));
-  if (declared.length === 0 && declaredFirmwares.length === 0) {
-    log.warn('the checkout declares none of the saved plan\'s objects, so whether its changes are what the YAML asks for now (the values, paused, gated) cannot be checked');
-    return;
+  // dus-sync changes only what the YAML declares: a change of anything else was not planned from
+  // this checkout (a file removed since, a change added to the plan file by hand).
+  const undeclared = [
+    ...appends.filter((c) => !declared.some((a) => a.tenant === c.tenant && a.id === c.action_id)).map((c) => `action ${c.action_id} in ${c.tenant}`),
+    ...writes.filter((c) => !declaredFirmwares.some((f) => f.tenant === c.tenant && f.spec.version_number === c.key)).map((c) => `firmware ${c.key} in ${c.tenant}`),
+  ];
+  if (undeclared.length > 0) {
+    const named = [...new Set(undeclared)];
+    throw new UserError(`the saved plan changes what the checkout's YAML does not declare (${named.slice(0, 3).join('; ')}${named.length > 3 ? `; and ${named.length - 3} more` : ''}): it was made from other files, or edited; nothing was written. Apply a saved plan from the checkout it was planned from, or run dus-sync plan again`);
   }
   const now = await planLive({ firmwares: declaredFirmwares, actions: declared, files: [] }, live, rolloutControl(config, log, opts));
   const planned = new Map(now.changes.map((c) => [c.kind === 'phase' ? `${c.tenant}\0${c.action_id}\0${c.index}` : `${c.tenant}\0${c.key}\0${c.component_name}`, c] as const));
   const refused = new Map<string, string>();
   for (const c of appends) {
-    if (!declared.some((a) => a.tenant === c.tenant && a.id === c.action_id) || planned.has(`${c.tenant}\0${c.action_id}\0${c.index}`)) continue;
+    if (planned.has(`${c.tenant}\0${c.action_id}\0${c.index}`)) continue;
     const held = now.held?.find((h) => h.tenant === c.tenant && h.kind === 'action' && h.key === String(c.action_id));
     refused.set(`${c.tenant}\0${c.action_id}`, `action ${c.action_id} in ${c.tenant}: ${held ? held.message : `the desired state no longer appends phase ${c.index} (${c.after.name})`}`);
   }
@@ -173,7 +178,6 @@ async function refuseAgainstCheckout(saved: Plan, config: ResolvedConfig, live: 
     }
   }
   for (const c of writes) {
-    if (!declaredFirmwares.some((f) => f.tenant === c.tenant && f.spec.version_number === c.key)) continue;
     const m = planned.get(`${c.tenant}\0${c.key}\0${c.component_name}`);
     if (m?.kind !== 'firmware') differs.push(`the YAML no longer changes firmware ${c.key} in ${c.tenant}`);
     else if (canonicalJson(m.body) !== canonicalJson(c.body)) differs.push(`firmware ${c.key} in ${c.tenant} would be written with other values than the YAML's`);

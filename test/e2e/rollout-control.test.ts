@@ -164,6 +164,73 @@ describe('rollout control through the CLI', () => {
     expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
   });
 
+  it('a saved plan made with --dir outside the config\'s folder is checked against DIR, not the config\'s folder', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    // The documented layout: -c cfg/dus-sync.yaml --dir desired (DIR is then the repository).
+    const dir = tree({ 'cfg/dus-sync.yaml': CONFIG(), 'desired/actions/one.yaml': action(1, '') });
+    const c = ['-c', join(dir, 'cfg/dus-sync.yaml'), '--dir', join(dir, 'desired')];
+    const planFile = join(dir, 'plan.json');
+    const made = await runCli([...c, 'plan', '--out', planFile], { cwd: dir, env: env(dir) });
+    expect(made.code, made.stderr).toBe(0);
+    const original = readFileSync(planFile, 'utf8');
+    const p = JSON.parse(original) as { changes: { kind: string; index?: number; after: Record<string, unknown> }[] };
+    p.changes.find((ch) => ch.kind === 'phase' && ch.index === 2)!.after.name = 'wave-2-EDITED';
+    writeFileSync(planFile, JSON.stringify(p));
+    const edited = await runCli([...c, 'apply', planFile], { cwd: dir, env: env(dir) });
+    expect(edited.code, edited.stderr).toBe(1);
+    expect(edited.stderr).toContain('phase 2 of action 1 in acme is not the phase the YAML declares there');
+    // As made, but the action paused in DIR since.
+    writeFileSync(planFile, original);
+    writeFileSync(join(dir, 'desired/actions/one.yaml'), action(1, '  paused: true\n'));
+    const paused = await runCli([...c, 'apply', planFile], { cwd: dir, env: env(dir) });
+    expect(paused.code, paused.stderr).toBe(1);
+    expect(paused.stderr).toContain('action 1 in acme: action 1 is paused');
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+    writeFileSync(join(dir, 'desired/actions/one.yaml'), action(1, ''));
+    const ok = await runCli([...c, 'apply', planFile], { cwd: dir, env: env(dir) });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(emu.store.getAction('acme', 1)!.phases.map((ph) => ph.name)).toEqual(['canary', 'wave-1', 'wave-2']);
+  });
+
+  it('a saved plan that changes what the checkout does not declare (a file removed since, a write added by hand) is refused', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    const dir = tree({ 'dus-sync.yaml': CONFIG(), 'actions/one.yaml': action(1, ''), 'actions/two.yaml': action(2, '') });
+    const planFile = join(dir, 'plan.json');
+    const made = await runCli(['plan', '--out', planFile], { cwd: dir, env: env(dir) });
+    expect(made.code, made.stderr).toBe(0);
+    // Action 2's file removed after the plan was made: the plan still appends to it.
+    rmSync(join(dir, 'actions/two.yaml'));
+    const removed = await runCli(['apply', planFile], { cwd: dir, env: env(dir) });
+    expect(removed.code, removed.stderr).toBe(1);
+    expect(removed.stderr).toContain("the saved plan changes what the checkout's YAML does not declare (action 2 in acme)");
+    expect(removed.stderr).toContain('nothing was written');
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+    expect(emu.store.getAction('acme', 2)!.phases).toEqual([]);
+    // A whole checkout without any of the plan's objects is refused too, not only warned about.
+    rmSync(join(dir, 'actions/one.yaml'));
+    const none = await runCli(['apply', planFile], { cwd: dir, env: env(dir) });
+    expect(none.code, none.stderr).toBe(1);
+    expect(none.stderr).toContain('action 1 in acme; action 2 in acme');
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+  });
+
+  it('a deactivation of a firmware no YAML declares, added to a saved plan with a matching fingerprint, is refused', async () => {
+    emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
+    const firmware = (v: string) => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "${v}", is_deactivated: true }\n`;
+    // The forger plans 1.2.0's deactivation in a scratch checkout to get a real fingerprint and body.
+    const scratch = tree({ 'dus-sync.yaml': CONFIG(), 'firmwares/boot.yaml': firmware('1.2.0'), 'actions/one.yaml': action(1, '') });
+    const forged = await runCli(['plan', '--out', join(scratch, 'plan.json'), '--allow-broken-dependencies'], { cwd: scratch, env: env(scratch) });
+    const dir = tree({ 'dus-sync.yaml': CONFIG(), 'actions/one.yaml': action(1, '') });
+    const planFile = join(dir, 'plan.json');
+    expect(forged.code, forged.stderr).toBe(0);
+    writeFileSync(planFile, readFileSync(join(scratch, 'plan.json')));
+    const r = await runCli(['apply', planFile, '--allow-broken-dependencies'], { cwd: dir, env: env(dir) });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain("the saved plan changes what the checkout's YAML does not declare (firmware 1.2.0 in acme)");
+    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+    expect(emu.stats.writes).toBe(0);
+  });
+
   it('a saved plan does not append to an action paused or gated in git after it was saved', async () => {
     emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
     const dir = tree({
