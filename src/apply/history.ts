@@ -8,6 +8,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { redact } from '../redact.js';
 import { appendAll, openPrivateFile, readWhole, replacePrivateFile } from './private-dir.js';
+import { tenantFold } from '../tenant.js';
 
 /** The history of appends seen stored, beside the journal. */
 export const HISTORY_FILE = 'appended.jsonl';
@@ -29,7 +30,8 @@ export interface Appended {
   readonly api?: string;
 }
 
-const keyOf = (a: Pick<Appended, 'tenant' | 'action_id' | 'index' | 'digest' | 'api'>): string => `${a.api ?? ''}\0${a.tenant}\0${a.action_id}\0${a.index}\0${a.digest}`;
+// The tenant folded: a server may take ACME and acme for one tenant (src/tenant.ts).
+const keyOf = (a: Pick<Appended, 'tenant' | 'action_id' | 'index' | 'digest' | 'api'>): string => `${a.api ?? ''}\0${tenantFold(a.tenant)}\0${a.action_id}\0${a.index}\0${a.digest}`;
 
 export class AppendHistory {
   private constructor(readonly path: string, private handle: FileHandle, private readonly entries: Map<string, Appended>, private readonly api: string | undefined) {}

@@ -20,6 +20,7 @@ import type { Action, Clock, Logger } from '../model/index.js';
 import type { TenantClient } from '../api/types.js';
 import { StateError } from '../errors.js';
 import { redact } from '../redact.js';
+import { tenantFold } from '../tenant.js';
 import { SETTLE_WINDOW_MS } from '../limits.js';
 import { phaseDigest } from './digest.js';
 import { appendAll, ensurePrivateDir, openPrivateFile, readWhole, replacePrivateFile } from './private-dir.js';
@@ -451,8 +452,9 @@ export interface Settled {
   readonly blocked: ReadonlyMap<string, string>;
 }
 
+/** An action's key: its tenant folded, as a server may take the name (`ACME` and `acme` are one tenant's). */
 export function actionKey(tenant: string, actionId: number): string {
-  return `${tenant}\0${actionId}`;
+  return `${tenantFold(tenant)}\0${actionId}`;
 }
 
 const systemClock: Clock = {
@@ -489,6 +491,13 @@ export async function settleJournal(
     log.info(redact(`journal: ${what(i)}, in doubt since ${i.at}, ${outcome === 'applied' ? 'was applied' : 'was not applied'} (${why})`));
   };
 
+  // An intent belongs to the covered tenant of its name, or of the same name spelled otherwise
+  // (the config entry renamed from ACME to acme): a server that ignores case took both for one
+  // tenant, so the append may be there, and it is settled by reading that tenant's action.
+  const covered = new Map<string, string>();
+  if (opts.tenants) for (const t of opts.tenants) covered.set(tenantFold(t), t);
+  const ownerOf = (i: Intent): string | undefined => (opts.tenants === undefined || opts.tenants.has(i.tenant) ? i.tenant : covered.get(tenantFold(i.tenant)));
+
   for (const i of journal.foreign()) {
     log.warn(`journal: ${what(i)} is in doubt since ${i.at}, sent to another API (${i.api ?? '?'}); it is left for a run against that API`);
     // That API may be this service under another name: until the settle window has passed since
@@ -496,11 +505,11 @@ export async function settleJournal(
     // decides, and an append that landed late is seen there).
     const wall = Date.parse(i.at);
     const age = Number.isFinite(wall) ? elapsedMs(wall, i.boot, i.mono, clock) : Infinity;
-    if (opts.tenants?.has(i.tenant) !== false && age < settleMs) {
+    if (ownerOf(i) !== undefined && age < settleMs) {
       blocked.set(actionKey(i.tenant, i.action_id), `${what(i)} was sent through another API (${i.api ?? '?'}) at ${i.at} and is in doubt; if that is this service under another address it may still land, so the action waits until the settle window (${Math.round(settleMs / 1000)} s) has passed`);
     }
   }
-  const others = opts.tenants ? all.filter((i) => !opts.tenants!.has(i.tenant)) : [];
+  const others = all.filter((i) => ownerOf(i) === undefined);
   for (const i of others) {
     log.warn(`journal: ${what(i)} is in doubt since ${i.at}; it is left for a run that covers tenant ${i.tenant} (dus-sync apply --tenant ${i.tenant})`);
   }
@@ -512,7 +521,7 @@ export async function settleJournal(
     if (cached) return cached;
     let r: Read;
     try {
-      r = { action: await client.tenant(i.tenant).getAction(i.action_id, opts.signal) };
+      r = { action: await client.tenant(ownerOf(i) ?? i.tenant).getAction(i.action_id, opts.signal) };
     } catch (error) {
       r = { error };
     }

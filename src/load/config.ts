@@ -9,12 +9,13 @@ import { MAX_WINDOW_DURATION_MS, scheduleProblem } from '../core/windows.js';
 import { hint } from './did-you-mean.js';
 import { isEnvName, registerKeysOfRawConfig } from './keys.js';
 import { holdsWholeKey, redact } from '../redact.js';
-import { tenantFold, yamlPosition, type Position } from './documents.js';
+import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
 import { readRegularFile } from './read-file.js';
 import { folderAsConfig } from './config-source.js';
 import { cleanConfigValue } from './config-fast-path.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource } from './yaml-source.js';
+import { tenantFold } from '../tenant.js';
 
 export const DEFAULT_CONFIG_FILE = 'dus-sync.yaml';
 export const DEFAULT_WATCH_INTERVAL_MS = 5 * 60 * 1000;

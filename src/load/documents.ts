@@ -18,10 +18,6 @@ export interface Identity {
   readonly pointer: string;
 }
 
-/** The name a server may take a tenant name for: without case, and without spaces at its ends (a header's value is trimmed). */
-export function tenantFold(tenant: string): string {
-  return tenant.trim().toLowerCase();
-}
 
 export function isPlainObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -14,8 +14,9 @@
 // declared twice, when a window names a tenant nothing declares, when more than a few files
 // changed, and on anything unexpected (the Assembly is then built again from scratch).
 import type { DesiredAction, DesiredFirmware, DesiredObject, ResolvedConfig } from '../model/index.js';
-import { tenantFold } from './documents.js';
+
 import { assemble, included, type LoadFilter, type LoadResult, type ParsedDocument, type ParsedFile } from './index.js';
+import { tenantFold } from '../tenant.js';
 
 type Kind = 'firmware' | 'action';
 

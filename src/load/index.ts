@@ -11,13 +11,14 @@ import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import { anySecrets, holdsWholeKey, redact, REDACTED } from '../redact.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
-import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, tenantFold, yamlPosition, type Identity } from './documents.js';
+import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
 import { closeFolderCache, readRegularFile, type FileStamp, type FolderCache } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
+import { tenantFold } from '../tenant.js';
 
 export { MAX_FILE_BYTES } from './yaml-source.js';
 

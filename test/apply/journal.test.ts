@@ -372,6 +372,25 @@ describe('settleJournal', () => {
     await j.close();
   });
 
+  it('settles an intent of the same tenant spelled otherwise (the config entry ACME renamed acme): a server may ignore case', async () => {
+    // Run 1 spelled the tenant ACME and its append is in doubt; run 2 covers acme.
+    const j = await crashedWith({ ...intentFor(42, 1, 'wave-1'), tenant: 'ACME' }, { ...intentFor(43, 0, 'canary'), tenant: ' Acme ' });
+    const api = new FakeApi();
+    // The append landed (late): acme's read shows it, so it is applied, not sent again.
+    api.addAction('acme', 42, [phase('canary'), phase('wave-1')]);
+    // Not there, and the settle window is over: not applied, decided by acme's read too.
+    api.addAction('acme', 43, []);
+    const log = memoryLog();
+    const settled = await settleJournal(j, api, log, { settleMs: 0, tenants: new Set(['acme']) });
+    expect(log.lines.join()).not.toMatch(/left for a run that covers/);
+    expect(settled).toMatchObject({ applied: 1, notApplied: 1 });
+    expect(j.open()).toEqual([]);
+    // The history of appends finds it under either spelling (the executor asks with the run's).
+    expect(j.storedBefore('acme', 42, 1, intentFor(42, 1, 'wave-1').digest)).toBeDefined();
+    expect(j.storedBefore('ACME', 42, 1, intentFor(42, 1, 'wave-1').digest)).toBeDefined();
+    await j.close();
+  });
+
   it('leaves intents of tenants this run does not cover, with a warning naming the tenant', async () => {
     const j = await crashedWith({ ...intentFor(42, 0, 'canary'), tenant: 'globex' });
     const log = memoryLog();
