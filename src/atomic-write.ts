@@ -2,11 +2,15 @@
 // can redirect the write: the data goes to a new file with a random name in the target's folder,
 // created exclusively (O_EXCL: never an existing file; O_NOFOLLOW: never through a link), is
 // flushed to disk, then renamed over the target. A rename replaces a link at the target itself
-// rather than writing through it. On any failure the temporary file is removed.
+// rather than writing through it. On any failure the temporary file is removed. Only a regular
+// file (or a link, itself replaced) is ever replaced: never a device, a FIFO, a socket or a folder
+// (`--out /dev/null` run as root would otherwise put a regular file in place of /dev/null).
 // Used by `plan --out`, `export` and the emulator's --data.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, lstatSync, openSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { UserError } from './errors.js';
+import { kindOf } from './load/read-file.js';
 
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 
@@ -32,7 +36,18 @@ function openExclusive(target: string, mode: number): { fd: number; path: string
   }
 }
 
+/** A sentence when the target is there and is not a file the rename may replace. */
+function refuseSpecial(target: string): void {
+  const at = (f: typeof lstatSync): Stats | undefined => { try { return f(target); } catch { return undefined; } };
+  const own = at(lstatSync);
+  // A link is replaced itself, unless it leads to something special (/dev/stdout is a link to one).
+  const st = own?.isSymbolicLink() === true ? at(statSync) : own;
+  if (st === undefined || st.isFile()) return;
+  throw new UserError(`refusing to write ${target}: it is ${kindOf(st)}${own !== st ? ' (through a symbolic link)' : ''}, not a regular file, and dus-sync writes a file whole by renaming a new one over its path, which would replace it; give the path of a file; nothing was written`);
+}
+
 export function writeFileAtomic(target: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): void {
+  refuseSpecial(target);
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   const { fd, path } = openExclusive(target, opts.mode ?? 0o600);
   try {

@@ -1,6 +1,7 @@
 // The one atomic write (src/atomic-write.ts): a fresh, exclusive, random temp file in the
 // target's folder, never through a link, renamed over the target, removed on failure.
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -32,10 +33,25 @@ describe.skipIf(process.platform === 'win32')('writeFileAtomic', () => {
 
   it('removes its temp file when the rename fails, and throws', () => {
     dir = mkdtempSync(join(tmpdir(), 'dus-atomic-'));
+    // A trailing slash: the temp file is made in dir, and renaming it to "x.json/" fails.
+    expect(() => writeFileAtomic(`${join(dir, 'x.json')}/`, 'data')).toThrow(/ENOTDIR|ENOENT|EISDIR/);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('never replaces a folder, a FIFO or a device, nor one behind a link (plan --out /dev/null as root)', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dus-atomic-'));
     mkdirSync(join(dir, 'taken'));
     writeFileSync(join(dir, 'taken', 'x'), '');
-    expect(() => writeFileAtomic(join(dir, 'taken'), 'data')).toThrow(/EISDIR|ENOTEMPTY|EEXIST/);
-    expect(readdirSync(dir)).toEqual(['taken']);
+    expect(execFileSync('mkfifo', [join(dir, 'fifo')]).length).toBe(0);
+    symlinkSync(join(dir, 'fifo'), join(dir, 'to-fifo'));
+    symlinkSync('/dev/null', join(dir, 'to-null'));
+    expect(() => writeFileAtomic(join(dir, 'taken'), 'data')).toThrow(/refusing to write .*taken: it is a folder, not a regular file/);
+    expect(() => writeFileAtomic(join(dir, 'fifo'), 'data')).toThrow(/it is a named pipe \(FIFO\), not a regular file/);
+    expect(() => writeFileAtomic(join(dir, 'to-fifo'), 'data')).toThrow(/it is a named pipe \(FIFO\) \(through a symbolic link\)/);
+    expect(() => writeFileAtomic(join(dir, 'to-null'), 'data')).toThrow(/it is a character device \(through a symbolic link\)/);
+    expect(lstatSync(join(dir, 'fifo')).isFIFO()).toBe(true);
+    expect(lstatSync(join(dir, 'to-null')).isSymbolicLink()).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(['fifo', 'taken', 'to-fifo', 'to-null']);
   });
 
   it('fails cleanly when the folder does not exist', () => {

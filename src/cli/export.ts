@@ -2,7 +2,7 @@
 // desired-state YAML, so that an existing tenant can be brought under git. It reads (every
 // bundle page, the given actions), builds the files with the pure writer, and writes only
 // those files, only inside --out. Other files in --out are left alone.
-import { lstat, mkdir, readdir, readlink, realpath } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
 import { tenantIdsOf } from '../agent/reconcile.js';
@@ -93,9 +93,32 @@ function listed(paths: readonly string[], max = 10): string {
  * label) is not overwritten: every such file is named and nothing is written, unless `force`.
  * One that holds the same content is left as it is.
  */
+/**
+ * Makes `path` and the folders up to it one at a time, each error a sentence. Not mkdir's
+ * recursive mode: it loops forever on some paths under /proc, and says EEXIST for a file.
+ */
+async function makeFolders(path: string, shown: string): Promise<void> {
+  const missing: string[] = [];
+  for (let at = path; ; at = dirname(at)) {
+    const st = await stat(at).catch((err: NodeJS.ErrnoException) => err);
+    if (!(st instanceof Error)) {
+      if (!st.isDirectory()) throw new UserError(`cannot export to ${shown}: ${at === path ? 'it' : at} is a file, not a folder; give a folder for --out; nothing was written`);
+      break;
+    }
+    if ((st.code !== 'ENOENT' && st.code !== 'ENOTDIR') || dirname(at) === at) throw new UserError(`cannot export to ${shown}: ${at} cannot be looked at (${st.code ?? st.message}); give a folder you can write to for --out; nothing was written`);
+    missing.unshift(at);
+  }
+  for (const folder of missing) {
+    await mkdir(folder).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EEXIST') return;
+      throw new UserError(`cannot export to ${shown}: the folder ${folder} cannot be made (${err.code ?? err.message}); give a folder you can write to for --out; nothing was written`);
+    });
+  }
+}
+
 export async function writeExport(outDir: string, files: readonly ExportedFile[], opts: { force?: boolean } = {}): Promise<ExportWrites> {
   const root = resolve(outDir);
-  await mkdir(root, { recursive: true });
+  await makeFolders(root, outDir);
   const realRoot = await realpath(root);
   const states = await Promise.all(files.map((f) => existingState(realRoot, outDir, f)));
   const differing = files.filter((_, i) => states[i] === 'differs').map((f) => f.path);

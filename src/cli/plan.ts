@@ -53,6 +53,7 @@ function savePlan(path: string, text: string): void {
   try {
     writeFileAtomic(path, text, { mode: 0o644 });
   } catch (err) {
+    if (err instanceof UserError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     throw new UserError(`could not save the plan to ${path} (${code}); check that its folder exists and is writable`);
   }

@@ -75,7 +75,7 @@ export function pathText(path: readonly (string | number)[]): string {
 export function readSeedFile(file: string): { seed: unknown; lineOf: (path: readonly (string | number)[]) => number | undefined } {
   // A regular file, bounded while reading: --seed /dev/zero hung, and --data on it aborted.
   const read = readRegularFile(file, { maxBytes: MAX_FILE_SIZE.max });
-  if (!read.ok) throw new UserError(`${file}: cannot read the seed: ${read.message.replace(/desired-state files are small, so this is probably not one: .*$/, 'this is not a seed')}; check the --seed or --data path.`);
+  if (!read.ok) throw new UserError(`${file}: cannot read the seed: ${read.message.replace(/desired-state files are small, so this is probably not one: .*$/, 'this is not a seed').replace(/: remove it, or keep it out of the resources$/, '')}; check the --seed or --data path.`);
   const text = read.text;
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true });

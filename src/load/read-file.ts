@@ -112,7 +112,7 @@ export function isInside(root: string, path: string): boolean {
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
-function kindOf(st: Stats): string {
+export function kindOf(st: Stats): string {
   if (st.isFIFO()) return 'a named pipe (FIFO)';
   if (st.isCharacterDevice()) return 'a character device';
   if (st.isBlockDevice()) return 'a block device';

@@ -1,5 +1,5 @@
 // The pure writer: layout, key order, quoting, ambiguity, names; and the file writer's fence.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -109,6 +109,17 @@ describe('writeExport', () => {
     await expect(writeExport(out, [{ path: '../escape.yaml', text: 'x' }])).rejects.toThrow(/outside/);
     await expect(writeExport(out, [{ path: '/etc/escape.yaml', text: 'x' }])).rejects.toThrow(/outside/);
     expect(readdirSync(dir)).toEqual(['out']);
+  });
+
+  it('says in a sentence when --out is a file, is below a file, or cannot be made (and does not hang on /proc)', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dus-sync-export-'));
+    writeFileSync(join(dir, 'plain.yaml'), 'x: 1\n');
+    const files = [{ path: 'firmwares/x.yaml', text: 'x' }];
+    await expect(writeExport(join(dir, 'plain.yaml'), files)).rejects.toThrow(/^cannot export to .*plain\.yaml: it is a file, not a folder; give a folder for --out; nothing was written$/);
+    await expect(writeExport(join(dir, 'plain.yaml', 'deeper', 'out'), files)).rejects.toThrow(/plain\.yaml is a file, not a folder/);
+    // Node's recursive mkdir loops forever on this path; each folder is made one at a time here.
+    if (process.platform === 'linux') await expect(writeExport('/proc/1/dus-sync-export', files)).rejects.toThrow(/^cannot export to \/proc\/1\/dus-sync-export: the folder \/proc\/1\/dus-sync-export cannot be made \(E[A-Z]+\)/);
+    expect(readdirSync(dir)).toEqual(['plain.yaml']);
   });
 
   it('refuses to follow a symbolic link out of the folder', async () => {
