@@ -460,7 +460,9 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const problems = plan.conflicts.length + plan.errors.length;
       const outcome = problems > 0 ? 'conflict' : 'success';
       const troubles = problemWords(plan);
-      const cleanTenants = tenants.filter((t) => objects.get(t)!.conflict === 0 && objects.get(t)!.error === 0);
+      // A tenant with writes held back (paused, gated, a deny window) is not in sync with the revision.
+      const heldTenants = new Set((plan.held ?? []).map((h) => h.tenant));
+      const cleanTenants = tenants.filter((t) => objects.get(t)!.conflict === 0 && objects.get(t)!.error === 0 && !heldTenants.has(t));
       if (plan.changes.length === 0) {
         return result({ ...base, result: outcome, synced: cleanTenants, inDoubt: await inDoubt(),
           message: problems > 0
@@ -520,7 +522,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       // A tenant is in sync at this revision when the plan made inside the lock found no problem
       // in it and every one of its changes was applied.
       const synced = !converged ? inSyncNow : tenants.filter((t) => !fresh.conflicts.some((c) => c.tenant === t) && !fresh.errors.some((e) => e.tenant === t)
-        && report.results.every((r) => r.change.tenant !== t || r.status === 'applied'));
+        && !(fresh.held ?? []).some((h) => h.tenant === t) && report.results.every((r) => r.change.tenant !== t || r.status === 'applied'));
       const outcomeAfter = report.failed > 0 || !converged ? 'partial-failure' : freshProblems > 0 ? 'conflict' : 'success';
       return result({ ...base, detail, result: outcomeAfter, applied, failed, diverged: report.diverged.length, synced, inDoubt: await inDoubt(),
         message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}${freshProblems > 0 ? `; ${problemWords(fresh)}` : ''}` });

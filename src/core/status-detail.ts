@@ -87,7 +87,7 @@ export interface ActionTimeline {
   readonly held?: string;
 }
 
-export type SyncState = 'in-sync' | 'applied' | 'drift' | 'conflict' | 'error';
+export type SyncState = 'in-sync' | 'applied' | 'held' | 'drift' | 'conflict' | 'error';
 
 export interface TenantDetail {
   readonly tenant: string;
@@ -97,6 +97,10 @@ export interface TenantDetail {
   readonly applied: number;
   /** Changes planned but not written (dry run, suspend, refused as unsafe, skipped). */
   readonly pending: number;
+  /** Objects whose writes are held back (paused, gated, outside a sync window): not in sync. */
+  readonly held: number;
+  /** The first held object's sentence: what waits and why. */
+  readonly heldWhy?: string;
   readonly problems: readonly StatusProblem[];
   readonly problemTotal: number;
   readonly actions: readonly ActionTimeline[];
@@ -187,7 +191,8 @@ function tenantDetail(tenant: string, input: DetailInput, g: Grouped): TenantDet
   const conflicts = problems.filter((p) => p.kind === 'conflict').length;
   const errors = problems.length - conflicts;
   const pending = results ? mine.filter((r) => r.status === 'skipped').length : changes.length;
-  const state: SyncState = errors > 0 ? 'error' : conflicts > 0 ? 'conflict' : pending > 0 ? 'drift' : applied > 0 ? 'applied' : 'in-sync';
+  const held = (input.plan.held ?? []).filter((h) => h.tenant === tenant);
+  const state: SyncState = errors > 0 ? 'error' : conflicts > 0 ? 'conflict' : pending > 0 ? 'drift' : held.length > 0 ? 'held' : applied > 0 ? 'applied' : 'in-sync';
 
   const appendedNow = new Map<number, Map<number, string>>();
   for (const r of mine) {
@@ -210,6 +215,8 @@ function tenantDetail(tenant: string, input: DetailInput, g: Grouped): TenantDet
     drift: changes.length,
     applied,
     pending,
+    held: held.length,
+    ...(held.length > 0 ? { heldWhy: clip(held[0]!.message, DETAIL_LIMITS.message) } : {}),
     problems: problems.slice(0, DETAIL_LIMITS.problems),
     problemTotal: problems.length,
     actions,

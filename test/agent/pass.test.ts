@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createReconcilePass } from '../../src/agent/pass.js';
 import { RepeatLimiter } from '../../src/agent/repeat.js';
+import { StatusBoard } from '../../src/agent/status-page.js';
 import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
 import { memoryLogger } from './helpers.js';
 
@@ -109,7 +110,7 @@ describe('RepeatLimiter', () => {
 });
 
 describe('a pass whose every write is held back', () => {
-  it('says what waits, not "in sync"', async () => {
+  it('says what waits, not "in sync": in its message, its synced tenants (dus_sync_last_applied_info) and the status page\'s state', async () => {
     emulator = await startEmulator({ seed });
     dir = mkdtempSync(join(tmpdir(), 'dus-pass-held-'));
     write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
@@ -122,6 +123,15 @@ describe('a pass whose every write is held back', () => {
       const r = await pass({ reason: 'start' }, new AbortController().signal);
       expect(r.message).toMatch(/^held: 1 object waiting \(action 42 is paused .*\); nothing to apply now \(0 unchanged\)$/);
       expect(emulator.store.getAction('acme', 42)!.phases).toHaveLength(1);
+      // Not the revision the live state matches: wave-1 is not live.
+      expect(r.synced).toEqual([]);
+      const acme = r.detail!.tenants.find((t) => t.tenant === 'acme')!;
+      expect(acme).toMatchObject({ state: 'held', held: 1, heldWhy: expect.stringMatching(/^action 42 is paused/) as string });
+      const page = new StatusBoard({ version: 'test', refreshSeconds: 5 });
+      page.recordPass(r, 1, 1_700_000_000_000);
+      const html = page.render({ passes: 1, running: false, consecutiveFailures: 0, intervalMs: 60_000, ready: true }, 1_700_000_000_000);
+      expect(html).toContain('<span class="badge info">held</span>');
+      expect(html).not.toContain('in sync</span>');
     } finally {
       await close();
     }

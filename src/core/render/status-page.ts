@@ -88,6 +88,7 @@ const OUTCOME_TONE: Readonly<Record<PassOutcome, string>> = {
 const STATE_LABEL: Readonly<Record<SyncState, { readonly tone: string; readonly label: string }>> = {
   'in-sync': { tone: 'ok', label: 'in sync' },
   applied: { tone: 'ok', label: 'synced' },
+  held: { tone: 'info', label: 'held' },
   drift: { tone: 'warn', label: 'drift' },
   conflict: { tone: 'warn', label: 'conflict' },
   error: { tone: 'bad', label: 'error' },
@@ -204,6 +205,7 @@ function tenantSection(d: TenantDetail): string {
   const s = STATE_LABEL[d.state];
   const parts = [`<section class="tenant"><h2>${t(d.tenant)} ${badge(s.tone, s.label)}</h2>`,
     `<p>${d.drift} object(s) differed from the YAML; ${d.applied} change(s) applied, ${d.pending} not applied.</p>`];
+  if (d.held > 0) parts.push(`<p>Held: ${d.held} object(s) wait${d.heldWhy ? ` (${t(d.heldWhy)}${d.held > 1 ? '; and more' : ''})` : ''}.</p>`);
   if (d.problems.length > 0) {
     const shown = d.problems.slice(0, PAGE_LIMITS.problems);
     parts.push('<ul class="problems">', ...shown.map(problem), '</ul>', more(d.problemTotal, shown.length, 'conflict(s) or error(s)'));
