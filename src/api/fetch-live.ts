@@ -4,7 +4,7 @@ import { setMaxListeners } from 'node:events';
 import { entriesText } from '../core/canonical.js';
 import { compareVersions } from '../core/version-order.js';
 import { collectRecord, markSearched, stringsMayHoldKey } from '../live-keys.js';
-import { intern, NO_DEPENDENCIES, UNKNOWN_DEPENDENCIES } from '../intern.js';
+import { intern, internDependencies, NO_DEPENDENCIES, UNKNOWN_DEPENDENCIES } from '../intern.js';
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
 import type { ApiClient } from './client.js';
@@ -390,7 +390,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         firmware_id: fw.firmware_id ?? null,
         is_deactivated: fw.is_deactivated ?? null,
         uncompressed_size: fw.uncompressed_size ?? null,
-        dependencies: fw.dependencies == null ? UNKNOWN_DEPENDENCIES : fw.dependencies.length === 0 ? NO_DEPENDENCIES : fw.dependencies,
+        dependencies: fw.dependencies == null ? UNKNOWN_DEPENDENCIES : fw.dependencies.length === 0 ? NO_DEPENDENCIES : internDependencies(fw.dependencies),
         bundles: first,
       },
       first,
@@ -551,20 +551,32 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     settle(came!.filter);
   }
   const out = new Map<string, readonly LiveFirmware[]>();
+  // Most records are in one bundle: they share one frozen list per bundle (a bundle holds many
+  // records; a list each was 10 MB at 200,000 records). No reader changes a record's list.
+  const single = new Map<string, string[]>();
   const done = (acc: Accumulated): LiveFirmware => {
     // A list grown by splice has room for 16 more (V8's growth): kept as a copy of its length.
-    // Most records are in one bundle, whose list was made at its size (create).
     if (acc.declared !== undefined) acc.record.bundles = [...new Set([...acc.first, ...acc.declared])].sort();
     else if (acc.first.length > 1) acc.record.bundles = acc.first.slice();
+    else if (acc.first.length === 1) {
+      const bundle = acc.first[0]!;
+      let list = single.get(bundle);
+      if (list === undefined) single.set(bundle, (list = Object.freeze([bundle]) as string[]));
+      acc.record.bundles = list;
+    }
     return acc.record;
   };
   for (const [number, held] of byNumber) {
     out.set(number, 'record' in held ? [done(held)] : held.list.map(done).sort(byComponentName));
   }
-  for (const held of byNumber.values()) {
-    if ('record' in held) { if (!suspects.has(held)) markSearched(held.record); } else for (const acc of held.list) if (!suspects.has(acc)) markSearched(acc.record);
-  }
+  // The whole index when no record may hold a key (one entry, not 200,000 in the WeakMap: 8 MB);
+  // else each record found without one, so that only the suspects are searched again.
   if (suspects.size === 0) markSearched(out);
+  else {
+    for (const held of byNumber.values()) {
+      if ('record' in held) { if (!suspects.has(held)) markSearched(held.record); } else for (const acc of held.list) if (!suspects.has(acc)) markSearched(acc.record);
+    }
+  }
   return out;
 }
 
@@ -715,7 +727,7 @@ export async function refreshLive(client: ApiClient, base: LiveState, targets: R
             firmware_id: found.firmware_id ?? null,
             is_deactivated: found.is_deactivated ?? null,
             uncompressed_size: found.uncompressed_size ?? null,
-            dependencies: found.dependencies ?? UNKNOWN_DEPENDENCIES,
+            dependencies: found.dependencies == null ? UNKNOWN_DEPENDENCIES : found.dependencies.length === 0 ? NO_DEPENDENCIES : internDependencies(found.dependencies),
             bundles: [],
           };
           for (const [b, answer] of answers) {

@@ -12,7 +12,19 @@ import { plan, sortBroken, sortHeld, type PlanOptions } from './plan.js';
 import { sortChanges, sortConflicts, sortErrors } from './order.js';
 
 type Kind = 'firmware' | 'action';
-const keyOf = (tenant: string, kind: Kind, key: string): string => `${tenant}\0${kind}\0${key}`;
+// The tenant-and-kind prefix made once: a template string per key was a chain of three joined
+// strings over its own copy of the tenant (120 bytes a key, 23 MB of watch's index at 200,000).
+const PREFIXES = { firmware: new Map<string, string>(), action: new Map<string, string>() };
+const keyOf = (tenant: string, kind: Kind, key: string): string => {
+  const known = PREFIXES[kind];
+  let prefix = known.get(tenant);
+  if (prefix === undefined) {
+    if (known.size >= 4096) known.clear();
+    prefix = `${tenant}\0${kind}\0`;
+    known.set(tenant, prefix);
+  }
+  return prefix + key;
+};
 const changeKey = (c: Change): string => keyOf(c.tenant, c.kind === 'firmware' ? 'firmware' : 'action', c.key);
 
 /** An object's key: tenant, kind and identity. */
