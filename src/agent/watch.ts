@@ -345,6 +345,12 @@ export class Watcher {
     }
     const now = this.timers.now();
     const durationMs = now - started;
+    if (this.stopped && signal.aborted && !isHealthy(result.result)) {
+      // Cut short by the stop (SIGTERM while it waited out a settle window, say): not an API
+      // failure, and not counted as one in the metrics of a process that is going away.
+      this.opts.log.info(`the ${trigger.reason} pass was stopped before it finished (${result.message})`);
+      return;
+    }
     this.passes += 1;
     this.lastResult = result;
     this.lastPassAt = now;

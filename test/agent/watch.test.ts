@@ -140,6 +140,21 @@ describe('the watch loop', () => {
     expect(pass.signals[0]?.aborted).toBe(true);
   });
 
+  it('a pass cut short by the stop is said as stopped, not counted as a failure (an api-error in the metrics)', async () => {
+    const pass = new FakePass();
+    pass.next = () => new Promise((resolve) => {
+      pass.signals.at(-1)!.addEventListener('abort', () => resolve(result('api-error', { message: 'dus-sync is stopping' })));
+    });
+    const recorded: string[] = [];
+    const { w, timers, log } = await loop(pass, { metrics: { recordPass: (r) => { recorded.push(r.result); } } });
+    const stopped = w.stop(10);
+    await timers.advance(10);
+    await expect(stopped).resolves.toBe('aborted');
+    expect(recorded).toEqual([]);
+    expect(w.status().consecutiveFailures).toBe(0);
+    expect(log.lines.map((l) => l.msg)).toContain('the start pass was stopped before it finished (dus-sync is stopping)');
+  });
+
   it('stops at once when its signal is aborted', async () => {
     const pass = new FakePass();
     const ac = new AbortController();
