@@ -4,7 +4,7 @@
 // exits on its own; only stop() ends it.
 import { setMaxListeners } from 'node:events';
 import { lstatSync, type Stats } from 'node:fs';
-import { realpath } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve, sep } from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../model/index.js';
@@ -90,6 +90,10 @@ export class Watcher {
   private readonly links = new Set<string>();
   /** Where each root pointed when it was watched (git-sync swaps a symlink to a new worktree). */
   private realRoots = new Map<string, string | undefined>();
+  private rootCheck: unknown;
+  private rewatch = new Set<string>();
+  private rewatchTimer: unknown;
+  private rootRetries = 0;
   private debounceSince: number | undefined;
   private idleWaiters: (() => void)[] = [];
   private stopWaiters: (() => void)[] = [];
@@ -151,7 +155,7 @@ export class Watcher {
     if (!this.fsw) return;
     if (removed.length > 0) this.fsw.unwatch(removed);
     if (added.length > 0) this.fsw.add(added);
-    void realPaths(roots).then((m) => { this.realRoots = m; });
+    void rootIdentities(roots).then((m) => { this.realRoots = m; });
     this.opts.log.debug('watching new paths', { paths: roots });
   }
 
@@ -182,6 +186,10 @@ export class Watcher {
       this.pending = undefined;
       this.clearNext();
       this.clearDebounce();
+      if (this.rootCheck !== undefined) this.timers.clearTimeout(this.rootCheck);
+      this.rootCheck = undefined;
+      if (this.rewatchTimer !== undefined) this.timers.clearTimeout(this.rewatchTimer);
+      this.rewatchTimer = undefined;
       for (const w of this.stopWaiters.splice(0)) w();
       const fsw = this.fsw;
       this.fsw = undefined;
@@ -208,27 +216,48 @@ export class Watcher {
     });
     this.fsw = fsw;
     fsw.on('all', (event, path) => this.onFsEvent(event, path));
-    fsw.on('raw', (_event: string, name: unknown, details: unknown) => this.onFolderEvent(name, details));
+    fsw.on('raw', (event: string, name: unknown, details: unknown) => this.onFolderEvent(event, name, details));
     fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
     // stop() during start-up closes the watcher, which may then never say 'ready'.
     await new Promise<void>((ready) => { fsw.once('ready', () => ready()); this.stopWaiters.push(ready); });
-    this.realRoots = await realPaths(this.roots);
+    this.realRoots = await rootIdentities(this.roots);
   }
 
   /**
-   * A root reached through a symlink that now points elsewhere (git-sync's atomic worktree
-   * swap) is watched again: chokidar keeps watching the old, deleted worktree otherwise.
+   * A root that now leads elsewhere is watched again: a root reached through a symlink swapped
+   * to a new worktree (git-sync), or a root folder replaced (moved over, removed and made again).
+   * fs.watch follows the folder it was given, not its path: chokidar would keep watching the
+   * old one, deaf to everything after. Returns the roots watched again. A root that is gone is
+   * looked for again every half second for a minute (it is often made again at once).
    */
-  private async followSymlinks(): Promise<void> {
+  private async followRoots(): Promise<string[]> {
     const fsw = this.fsw;
-    if (!fsw) return;
-    const now = await realPaths(this.roots);
-    const moved = this.roots.filter((r) => now.get(r) !== this.realRoots.get(r));
-    if (moved.length === 0 || this.fsw !== fsw) return;
-    this.realRoots = now;
+    if (!fsw) return [];
+    const now = await rootIdentities(this.roots);
+    if (this.fsw !== fsw) return [];
+    const gone = this.roots.filter((r) => now.get(r) === undefined && this.realRoots.get(r) !== undefined);
+    const moved = this.roots.filter((r) => now.get(r) !== undefined && now.get(r) !== this.realRoots.get(r));
+    if (gone.length > 0 && this.rootRetries < 120) {
+      this.rootRetries += 1;
+      this.scheduleRootCheck(500);
+    } else if (gone.length === 0) this.rootRetries = 0;
+    if (moved.length === 0) return [];
+    for (const r of moved) this.realRoots.set(r, now.get(r));
     this.opts.log.debug('a watched path now leads elsewhere; watching it again', { paths: moved });
     fsw.unwatch(moved);
     fsw.add(moved);
+    return moved;
+  }
+
+  /** After an event of a root's own watcher: is that root still the folder watched? */
+  private scheduleRootCheck(ms = 100): void {
+    if (this.rootCheck !== undefined || this.stopped) return;
+    this.rootCheck = this.timers.setTimeout(() => {
+      this.rootCheck = undefined;
+      // A root watched again is listed again: the files of the new folder were never seen.
+      void this.followRoots().then((moved) => { for (const r of moved) this.onFsEvent('addDir', r); })
+        .catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
+    }, ms);
   }
 
   /**
@@ -250,15 +279,47 @@ export class Watcher {
   }
 
   /** An event of a watched folder's own fs.watch: `name` is the entry of the folder that changed. */
-  private onFolderEvent(name: unknown, details: unknown): void {
+  private onFolderEvent(event: string, name: unknown, details: unknown): void {
     const folder = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
+    if (typeof folder === 'string' && this.rootSet.has(resolve(folder))) this.scheduleRootCheck();
     if (typeof name !== 'string' || name === '' || typeof folder !== 'string') return;
     const path = resolve(folder, name);
+    // A link to a folder swapped to another target (ln -s + mv -T): chokidar keeps watching the
+    // old target. It is watched again, and the pass lists everything again.
+    if (this.links.has(path) && !this.filter(path)) { this.relink(path); return; }
+    // An entry made, removed or renamed that is not a resource may be a folder replaced under the
+    // same name (rm -rf x; mkdir x, or mv x old; mv new x): chokidar keeps the old one's watchers.
+    if (event === 'rename' && !this.filter(path)) this.scheduleRewatch(path);
     // chokidar reports the paths it watches itself ('all'): the roots and linked resources.
     if (this.rootSet.has(path) || this.links.has(path) || !this.filter(path) || this.insideDotFolder(path)) return;
     // A file's own watcher names the file: that is not an entry of a folder.
     if (name === basename(folder) && !isFolder(folder)) return;
     this.onFsEvent('change', path);
+  }
+
+  private scheduleRewatch(path: string): void {
+    if (this.stopped || this.insideDotFolder(path)) return;
+    this.rewatch.add(path);
+    if (this.rewatchTimer !== undefined) return;
+    this.rewatchTimer = this.timers.setTimeout(() => {
+      this.rewatchTimer = undefined;
+      const paths = [...this.rewatch];
+      this.rewatch.clear();
+      for (const p of paths) {
+        let st: Stats | undefined;
+        try { st = lstatSync(p); } catch { st = undefined; }
+        // Gone: chokidar says unlinkDir. A link: relink. A folder: watched afresh, listed again.
+        if (st?.isDirectory() === true && this.folder(p)) this.relink(p);
+      }
+    }, 100);
+  }
+
+  private relink(path: string): void {
+    const fsw = this.fsw;
+    if (!fsw) return;
+    fsw.unwatch(path);
+    fsw.add(path);
+    this.onFsEvent('addDir', path);
   }
 
   private onFsEvent(event: string, path: string): void {
@@ -305,7 +366,7 @@ export class Watcher {
     const files = [...this.debounceFiles].sort();
     this.clearDebounce();
     if (files.length > 0) this.trigger('file-change', files);
-    void this.followSymlinks().catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
+    void this.followRoots().catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
   }
 
   private clearDebounce(reset = true): void {
@@ -477,9 +538,15 @@ function isFolder(path: string): boolean {
   try { return lstatSync(path).isDirectory(); } catch { return false; }
 }
 
-async function realPaths(paths: readonly string[]): Promise<Map<string, string | undefined>> {
+/** Where each path leads now (its real path) and what is there (device, inode, birth); undefined when gone. */
+async function rootIdentities(paths: readonly string[]): Promise<Map<string, string | undefined>> {
   const out = new Map<string, string | undefined>();
-  for (const p of paths) out.set(p, await realpath(p).catch(() => undefined));
+  for (const p of paths) {
+    const real = await realpath(p).catch(() => undefined);
+    const st = real === undefined ? undefined : await stat(real).catch(() => undefined);
+    // The birth time too: a folder removed and made again at once often gets the same inode.
+    out.set(p, real === undefined || st === undefined ? undefined : `${st.dev}:${st.ino}:${st.birthtimeMs}:${real}`);
+  }
   return out;
 }
 

@@ -1,4 +1,4 @@
-import { mkdtemp, mkdir, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, mkdir, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -349,6 +349,89 @@ describe('a config repo behind a symlink (git-sync)', () => {
       expect(pass.triggers.at(-1)).toEqual({ reason: 'file-change', files: [join(root, 'repo', 'tenants', 'b.yaml')] });
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a root folder replaced', () => {
+  for (const how of ['moved over', 'removed and made again'] as const) {
+    it(`${how}, three times: each new folder is watched, and an edit in it after is seen`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'dus-root-swap-'));
+      try {
+        await mkdir(join(dir, 'tenants', 'acme'), { recursive: true });
+        await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: 0\n');
+        const pass = new FakePass();
+        const log = memoryLogger();
+        const w = await startWatch({ paths: [join(dir, 'tenants')], pass: pass.run, intervalMs: 3_600_000, debounceMs: 100, log });
+        watchers.push(w);
+        await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+        for (let i = 1; i <= 3; i++) {
+          const n = pass.triggers.length;
+          const next = join(dir, `next-${i}`);
+          await mkdir(join(next, 'acme'), { recursive: true });
+          await writeFile(join(next, 'acme', 'a.yaml'), `a: ${i}\n`);
+          if (how === 'moved over') {
+            await rename(join(dir, 'tenants'), join(dir, `old-${i}`));
+            await rename(next, join(dir, 'tenants'));
+          } else {
+            // As `rm -rf tenants; mkdir tenants; cp -r saved/* tenants/` does it.
+            await rm(join(dir, 'tenants'), { recursive: true });
+            await mkdir(join(dir, 'tenants'));
+            await cp(join(next, 'acme'), join(dir, 'tenants', 'acme'), { recursive: true });
+          }
+          await waitFor(() => pass.triggers.length > n, 5000, `the pass after replacement ${i}`);
+          await new Promise((r) => setTimeout(r, 300));
+        }
+        const n = pass.triggers.length;
+        await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: edited in place\n');
+        await waitFor(() => pass.triggers.length > n, 5000, 'the pass for an edit in the last folder');
+        expect(pass.triggers.at(-1)!.files).toEqual([join(dir, 'tenants', 'acme', 'a.yaml')]);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
+
+describe('a folder inside a root replaced, or a link to one swapped', () => {
+  it('sees edits after a sub-folder is removed and made again under its name, and after a folder link is swapped (ln -s + mv -T)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dus-sub-swap-'));
+    try {
+      await mkdir(join(dir, 'tenants', 'acme'), { recursive: true });
+      await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: 0\n');
+      await mkdir(join(dir, 'revs', '0'), { recursive: true });
+      await writeFile(join(dir, 'revs', '0', 'f.yaml'), 'f: 0\n');
+      await symlink(join(dir, 'revs', '0'), join(dir, 'tenants', 'linked'));
+      const pass = new FakePass();
+      const w = await startWatch({ paths: [join(dir, 'tenants')], pass: pass.run, intervalMs: 3_600_000, debounceMs: 100, log: memoryLogger() });
+      watchers.push(w);
+      await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+      const seen = async (what: string, act: () => Promise<void>) => {
+        const n = pass.triggers.length;
+        await act();
+        await waitFor(() => pass.triggers.length > n, 5000, what);
+        await new Promise((r) => setTimeout(r, 300));
+      };
+      for (let i = 1; i <= 3; i++) {
+        await seen(`sub-folder replacement ${i}`, async () => {
+          await rm(join(dir, 'tenants', 'acme'), { recursive: true });
+          await mkdir(join(dir, 'tenants', 'acme'));
+          await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), `a: ${i}\n`);
+        });
+      }
+      await seen('an edit in the re-made sub-folder', () => writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: in place\n'));
+      expect(pass.triggers.at(-1)!.files).toEqual([join(dir, 'tenants', 'acme', 'a.yaml')]);
+      for (let i = 1; i <= 2; i++) {
+        await seen(`folder link swap ${i}`, async () => {
+          await mkdir(join(dir, 'revs', String(i)));
+          await writeFile(join(dir, 'revs', String(i), 'f.yaml'), `f: ${i}\n`);
+          await symlink(join(dir, 'revs', String(i)), join(dir, 'next-link'));
+          await rename(join(dir, 'next-link'), join(dir, 'tenants', 'linked'));
+        });
+      }
+      await seen('an edit behind the swapped link', () => writeFile(join(dir, 'revs', '2', 'f.yaml'), 'f: in place\n'));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
