@@ -189,6 +189,16 @@ async function refuseAgainstCheckout(saved: Plan, config: ResolvedConfig, live: 
 
 async function applySavedPlan(path: string, config: ResolvedConfig, opts: ApplyFlags, options: ApplyOptions, globals: GlobalOptions,
   log: Logger, color: boolean): Promise<number> {
+  // A saved plan is applied whole, as it was reviewed (Terraform refuses -target with a plan
+  // file too): a filter given now would seem to narrow it and would not.
+  const narrowing = [
+    ...((globals.tenant ?? []).length > 0 ? ['--tenant'] : []),
+    ...((globals.selector ?? []).length > 0 ? ['--selector'] : []),
+    ...(resourceScope(config).under !== '' ? ['--dir (a folder inside the repository)'] : []),
+  ];
+  if (narrowing.length > 0) {
+    throw new UserError(`apply ${path} applies the saved plan whole, as it was made; ${narrowing.join(' and ')} cannot narrow it. Pass ${narrowing.length > 1 ? 'them' : 'it'} to dus-sync plan --out instead, and apply that plan; nothing was written`);
+  }
   const saved = await readSavedPlan(path);
   refusePlaceholders(path, saved);
   const desired = desiredFromFingerprints(saved);

@@ -147,7 +147,7 @@ describe('rollout control through the CLI', () => {
     expect(emu.store.getAction('acme', 1)!.phases.map((p) => p.name)).toEqual(['canary', 'wave-1', 'wave-2']);
   });
 
-  it('a saved plan applied with --dir still sees an action paused outside DIR', async () => {
+  it('a saved plan is applied whole: --dir inside the repository, --tenant and --selector are refused with it, not silently ignored', async () => {
     emu = await startEmulator({ seed: seed(), port: 0, host: '127.0.0.1' });
     const dir = tree({
       'dus-sync.yaml': CONFIG(),
@@ -156,12 +156,13 @@ describe('rollout control through the CLI', () => {
     });
     const saved = await runCli(['plan', '--out', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
     expect(saved.code, saved.stderr).toBe(0);
-    writeFileSync(join(dir, 'actions/one.yaml'), action(1, '  paused: true\n'));
-    const apply = await runCli(['--dir', join(dir, 'other'), 'apply', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
-    expect(apply.code, apply.stderr).toBe(1);
-    expect(apply.stderr).toContain('action 1 in acme: action 1 is paused');
-    expect(apply.stderr).not.toContain('declares none');
-    expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+    for (const flags of [['--dir', join(dir, 'other')], ['--tenant', 'globex'], ['--tenant', 'nosuch'], ['--selector', 'team=nobody']]) {
+      const apply = await runCli([...flags, 'apply', join(dir, 'plan.json')], { cwd: dir, env: env(dir) });
+      expect(apply.code, apply.stderr).toBe(1);
+      expect(apply.stderr).toMatch(/applies the saved plan whole, as it was made; --(dir|tenant|selector)\b.* cannot narrow it\. Pass it to dus-sync plan --out instead, and apply that plan; nothing was written/);
+      expect(emu.store.getAction('acme', 1)!.phases).toEqual([]);
+    }
+    expect(emu.stats.writes).toBe(0);
   });
 
   it('a saved plan made with --dir outside the config\'s folder is checked against DIR, not the config\'s folder', async () => {
