@@ -1,13 +1,13 @@
 // Writing a file so that a reader never sees half of it, and so that nothing planted beside it
 // can redirect the write: the data goes to a new file with a random name in the target's folder,
 // created exclusively (O_EXCL: never an existing file; O_NOFOLLOW: never through a link), is
-// flushed to disk, then renamed over the target. A rename replaces a link at the target itself
-// rather than writing through it. On any failure the temporary file is removed. Only a regular
-// file (or a link, itself replaced) is ever replaced: never a device, a FIFO, a socket or a folder
-// (`--out /dev/null` run as root would otherwise put a regular file in place of /dev/null).
+// flushed to disk, then renamed over the target. On any failure the temporary file is removed.
+// Only a regular file is ever replaced: never a link (the rename would replace the link itself,
+// not write where it leads), a device, a FIFO, a socket or a folder (`--out /dev/null` or
+// `--out /dev/stdout` run as root would otherwise leave a regular file in their place).
 // Used by `plan --out`, `export` and the emulator's --data.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fsyncSync, lstatSync, openSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fsyncSync, lstatSync, openSync, readlinkSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { UserError } from './errors.js';
 import { kindOf } from './load/read-file.js';
@@ -36,14 +36,19 @@ function openExclusive(target: string, mode: number): { fd: number; path: string
   }
 }
 
-/** A sentence when the target is there and is not a file the rename may replace. */
+/** A sentence when the target is there and is not a regular file the rename may replace. */
 function refuseSpecial(target: string): void {
-  const at = (f: typeof lstatSync): Stats | undefined => { try { return f(target); } catch { return undefined; } };
-  const own = at(lstatSync);
-  // A link is replaced itself, unless it leads to something special (/dev/stdout is a link to one).
-  const st = own?.isSymbolicLink() === true ? at(statSync) : own;
-  if (st === undefined || st.isFile()) return;
-  throw new UserError(`refusing to write ${target}: it is ${kindOf(st)}${own !== st ? ' (through a symbolic link)' : ''}, not a regular file, and dus-sync writes a file whole by renaming a new one over its path, which would replace it; give the path of a file; nothing was written`);
+  let own: Stats;
+  try { own = lstatSync(target); } catch { return; }
+  if (own.isFile()) return;
+  if (own.isSymbolicLink()) {
+    // The rename would replace the link itself, not write where it leads: `--out /dev/stdout`
+    // run as root would leave a regular file in place of the machine's /dev/stdout.
+    let to = '?';
+    try { to = readlinkSync(target); } catch { /* gone meanwhile */ }
+    throw new UserError(`refusing to write ${target}: it is a symbolic link (to ${JSON.stringify(to)}), and dus-sync writes a file whole by renaming a new one over its path, which would replace the link rather than write where it leads; give the path of a file (or let the shell redirect standard output); nothing was written`);
+  }
+  throw new UserError(`refusing to write ${target}: it is ${kindOf(own)}, not a regular file, and dus-sync writes a file whole by renaming a new one over its path, which would replace it; give the path of a file; nothing was written`);
 }
 
 export function writeFileAtomic(target: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): void {

@@ -359,13 +359,14 @@ describe.skipIf(!POSIX)('links planted where plan --out, export and the emulator
     expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({ format_version: 1 });
     expect(statSync(out).mode & 0o777).toBe(0o644 & ~process.umask());
 
-    // A link at the target itself is replaced by the plan, not written through.
+    // A link at the target itself is refused: neither written through nor replaced.
     rmSync(out);
     symlinkSync(v.path, out);
     const again = await cli(['plan', '--out', out], { cwd: dir, env: { DUS_API_KEY_ACME: KEY } });
-    expect(again.code, again.stderr).toBe(0);
+    expect(again.code, again.stderr).toBe(1);
+    expect(again.stderr).toContain('it is a symbolic link');
     v.unchanged();
-    expect(lstatSync(out).isFile()).toBe(true);
+    expect(lstatSync(out).isSymbolicLink()).toBe(true);
     expect(readdirSync(dir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   });
 
