@@ -95,6 +95,11 @@ export function writesNotFromPlan(saved: SavedPlan, live: LiveState): string[] {
   const out: string[] = [];
   for (const c of saved.changes) {
     const what = c.kind === 'firmware' ? `firmware ${c.key} in ${c.tenant}` : `phase ${c.index} of action ${c.action_id} in ${c.tenant}`;
+    // What is shown (key) must be what is written (action_id): a plan edited to say one and do another.
+    if (c.kind !== 'firmware' && c.key !== String(c.action_id)) {
+      out.push(`${what} is shown as action ${JSON.stringify(c.key)}`);
+      continue;
+    }
     if (!read.has(c.kind === 'firmware' ? `${c.tenant}\0firmware\0${c.key}` : `${c.tenant}\0action\0${c.action_id}`)) {
       out.push(`${what} is not among the objects the plan read`);
       continue;

@@ -7,6 +7,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { createApiClient } from '../api/client.js';
 import { tenantIdsOf } from '../agent/reconcile.js';
 import { writeFileAtomic } from '../atomic-write.js';
+import { kindOf } from '../load/read-file.js';
 import { indexFirmwares, recordsBudget } from '../api/fetch-live.js';
 import { effectiveLimits } from '../api/limits.js';
 import { exportFiles, type ExportedFile } from '../core/export.js';
@@ -102,8 +103,13 @@ async function makeFolders(path: string, shown: string): Promise<void> {
   for (let at = path; ; at = dirname(at)) {
     const st = await stat(at).catch((err: NodeJS.ErrnoException) => err);
     if (!(st instanceof Error)) {
-      if (!st.isDirectory()) throw new UserError(`cannot export to ${shown}: ${at === path ? 'it' : at} is a file, not a folder; give a folder for --out; nothing was written`);
+      if (!st.isDirectory()) throw new UserError(`cannot export to ${shown}: ${at === path ? 'it' : at} is ${st.isFile() ? 'a file' : kindOf(st)}, not a folder; give a folder for --out; nothing was written`);
       break;
+    }
+    // A link that leads nowhere: mkdir would say EEXIST, and realpath ENOENT.
+    const link = await lstat(at).catch(() => undefined);
+    if (link?.isSymbolicLink() === true) {
+      throw new UserError(`cannot export to ${shown}: ${at} is a symbolic link to ${JSON.stringify(await readlink(at).catch(() => '?'))}, which does not exist; give a folder for --out; nothing was written`);
     }
     if ((st.code !== 'ENOENT' && st.code !== 'ENOTDIR') || dirname(at) === at) throw new UserError(`cannot export to ${shown}: ${at} cannot be looked at (${st.code ?? st.message}); give a folder you can write to for --out; nothing was written`);
     missing.unshift(at);

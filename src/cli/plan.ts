@@ -61,6 +61,7 @@ function savePlan(path: string, text: string): void {
 
 export async function run(rawOpts: Record<string, unknown>, globals: GlobalOptions): Promise<number> {
   const opts = rawOpts as unknown as PlanFlags;
+  if (opts.out === '') throw new UserError('--out was given an empty file name (an unset variable?): give the file to save the plan to; nothing was read or saved');
   const concurrency = concurrencyFlags(rawOpts);
   const { config, filter, log } = await setup(globals);
   const started = performance.now();

@@ -162,6 +162,10 @@ describe('a saved plan sends only what its changes say', () => {
     const phaseElsewhere = structuredClone(saved) as unknown as { changes: unknown[] } & typeof saved;
     phaseElsewhere.changes.push(phaseChange('acme', 43, 0, phase('x')));
     expect(writesNotFromPlan(phaseElsewhere, live)).toEqual(['phase 0 of action 43 in acme is not among the objects the plan read']);
+    // Shown as one action (key), written to another (action_id): every report would say action 7.
+    const mislabelled = structuredClone(saved) as unknown as { changes: unknown[] } & typeof saved;
+    mislabelled.changes.push({ ...phaseChange('acme', 42, 1, phase('x')), key: '7' } as never);
+    expect(writesNotFromPlan(mislabelled, live)).toEqual(['phase 1 of action 42 in acme is shown as action "7"']);
   });
 
   it('a body keeps the live fields of the dependencies it manages, in any order', () => {

@@ -46,6 +46,16 @@ describe('apply PLANFILE needs no --auto-approve', () => {
     expect(emulator.store.getAction('acme', 42)!.phases).toHaveLength(3);
   });
 
+  it('plan --out \'\' (an unset variable in CI) is refused before any read, not a plan shown and silently not saved', async () => {
+    emulator = await startEmulator({ seed: seed() });
+    const dir = repo();
+    const r = await runCli(['--config', `${dir}/dus-sync.yaml`, 'plan', '--out', ''], { env: env(emulator.url) });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('--out was given an empty file name (an unset variable?)');
+    expect(r.stdout).toBe('');
+    expect(emulator.stats.requests).toBe(0);
+  });
+
   it('still refuses a stale saved plan, writing nothing', async () => {
     emulator = await startEmulator({ seed: seed() });
     const dir = repo();

@@ -1,4 +1,5 @@
 // The pure writer: layout, key order, quoting, ambiguity, names; and the file writer's fence.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,7 +120,12 @@ describe('writeExport', () => {
     await expect(writeExport(join(dir, 'plain.yaml', 'deeper', 'out'), files)).rejects.toThrow(/plain\.yaml is a file, not a folder/);
     // Node's recursive mkdir loops forever on this path; each folder is made one at a time here.
     if (process.platform === 'linux') await expect(writeExport('/proc/1/dus-sync-export', files)).rejects.toThrow(/^cannot export to \/proc\/1\/dus-sync-export: the folder \/proc\/1\/dus-sync-export cannot be made \(E[A-Z]+\)/);
-    expect(readdirSync(dir)).toEqual(['plain.yaml']);
+    // A link that leads nowhere, and a FIFO: said as what they are.
+    symlinkSync('../nowhere/sub', join(dir, 'dangling'));
+    await expect(writeExport(join(dir, 'dangling'), files)).rejects.toThrow(/dangling is a symbolic link to "\.\.\/nowhere\/sub", which does not exist; give a folder for --out; nothing was written$/);
+    execFileSync('mkfifo', [join(dir, 'fifo')]);
+    await expect(writeExport(join(dir, 'fifo'), files)).rejects.toThrow(/fifo: it is a named pipe \(FIFO\), not a folder/);
+    expect(readdirSync(dir).sort()).toEqual(['dangling', 'fifo', 'plain.yaml']);
   });
 
   it('refuses to follow a symbolic link out of the folder', async () => {
