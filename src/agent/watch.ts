@@ -60,6 +60,8 @@ export interface WatchStatus {
 export type StopOutcome = 'idle' | 'finished' | 'aborted';
 
 const DEFAULT_DEBOUNCE_MS = 300;
+/** A folder watched afresh is listed again this long after (see listAgain). */
+const RELIST_AFTER_MS = 1000;
 const DEFAULT_JITTER = 0.1;
 // Outcomes that are worth retrying soon: the API (or the network) may recover by itself.
 const RETRYABLE: ReadonlySet<PassOutcome> = new Set<PassOutcome>(['api-error', 'state-error', 'locked', 'partial-failure']);
@@ -92,6 +94,8 @@ export class Watcher {
   private realRoots = new Map<string, string | undefined>();
   private rootCheck: unknown;
   private rewatch = new Set<string>();
+  private readonly relistTimers = new Set<unknown>();
+  private rearming: Promise<void> = Promise.resolve();
   private rewatchTimer: unknown;
   private rootRetries = 0;
   private debounceSince: number | undefined;
@@ -190,6 +194,8 @@ export class Watcher {
       this.rootCheck = undefined;
       if (this.rewatchTimer !== undefined) this.timers.clearTimeout(this.rewatchTimer);
       this.rewatchTimer = undefined;
+      for (const t of this.relistTimers) this.timers.clearTimeout(t);
+      this.relistTimers.clear();
       for (const w of this.stopWaiters.splice(0)) w();
       const fsw = this.fsw;
       this.fsw = undefined;
@@ -219,7 +225,11 @@ export class Watcher {
     fsw.on('raw', (event: string, name: unknown, details: unknown) => this.onFolderEvent(event, name, details));
     fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
     // stop() during start-up closes the watcher, which may then never say 'ready'.
-    await new Promise<void>((ready) => { fsw.once('ready', () => ready()); this.stopWaiters.push(ready); });
+    await new Promise<void>((ready) => {
+      const done = (): void => { this.stopWaiters = this.stopWaiters.filter((w) => w !== done); ready(); };
+      fsw.once('ready', done);
+      this.stopWaiters.push(done);
+    });
     this.realRoots = await rootIdentities(this.roots);
   }
 
@@ -244,9 +254,30 @@ export class Watcher {
     if (moved.length === 0) return [];
     for (const r of moved) this.realRoots.set(r, now.get(r));
     this.opts.log.debug('a watched path now leads elsewhere; watching it again', { paths: moved });
-    fsw.unwatch(moved);
-    fsw.add(moved);
     return moved;
+  }
+
+  /**
+   * Watches everything afresh, then lists `paths` again. Not chokidar's unwatch and add of the
+   * path: unwatch leaves the watchers of the folders below it, and add then reuses them (chokidar
+   * shares one fs.watch per path), so the folders of the new tree would be watched through the
+   * old tree's watchers, deaf. A replacement is rare (a git-sync swap, a folder moved over), and
+   * a new watcher costs one walk of the folders.
+   */
+  private rearm(paths: readonly string[]): Promise<void> {
+    const run = async (): Promise<void> => {
+      const old = this.fsw;
+      if (!old || this.stopped) return;
+      this.fsw = undefined;
+      this.links.clear();
+      await old.close().catch(() => undefined);
+      if (this.stopped) return;
+      await this.watchFiles();
+      for (const p of paths) this.listAgain(p);
+    };
+    this.rearming = this.rearming.then(run, run)
+      .catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
+    return this.rearming;
   }
 
   /** After an event of a root's own watcher: is that root still the folder watched? */
@@ -255,7 +286,7 @@ export class Watcher {
     this.rootCheck = this.timers.setTimeout(() => {
       this.rootCheck = undefined;
       // A root watched again is listed again: the files of the new folder were never seen.
-      void this.followRoots().then((moved) => { for (const r of moved) this.onFsEvent('addDir', r); })
+      void this.followRoots().then((moved) => (moved.length > 0 ? this.rearm(moved) : undefined))
         .catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
     }, ms);
   }
@@ -315,11 +346,21 @@ export class Watcher {
   }
 
   private relink(path: string): void {
-    const fsw = this.fsw;
-    if (!fsw) return;
-    fsw.unwatch(path);
-    fsw.add(path);
+    void this.rearm([path]);
+  }
+
+  /**
+   * A folder watched afresh is listed again at once, and once more a second later: chokidar
+   * puts its watchers on the new folder only after reading it, and an edit made meanwhile would
+   * otherwise wait for the interval pass.
+   */
+  private listAgain(path: string): void {
     this.onFsEvent('addDir', path);
+    const again = this.timers.setTimeout(() => {
+      this.relistTimers.delete(again);
+      this.onFsEvent('addDir', path);
+    }, RELIST_AFTER_MS);
+    this.relistTimers.add(again);
   }
 
   private onFsEvent(event: string, path: string): void {
@@ -366,7 +407,8 @@ export class Watcher {
     const files = [...this.debounceFiles].sort();
     this.clearDebounce();
     if (files.length > 0) this.trigger('file-change', files);
-    void this.followRoots().catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
+    void this.followRoots().then((moved) => (moved.length > 0 ? this.rearm(moved) : undefined))
+      .catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
   }
 
   private clearDebounce(reset = true): void {

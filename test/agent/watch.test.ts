@@ -380,7 +380,8 @@ describe('a root folder replaced', () => {
             await cp(join(next, 'acme'), join(dir, 'tenants', 'acme'), { recursive: true });
           }
           await waitFor(() => pass.triggers.length > n, 5000, `the pass after replacement ${i}`);
-          await new Promise((r) => setTimeout(r, 300));
+          // (the folder is listed again a second later: chokidar arms the new one after reading it)
+          await new Promise((r) => setTimeout(r, 1300));
         }
         const n = pass.triggers.length;
         await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: edited in place\n');
@@ -391,6 +392,32 @@ describe('a root folder replaced', () => {
       }
     });
   }
+});
+
+describe('an edit made while a replaced root is watched afresh', () => {
+  it('is seen: the new folder is listed again a second after it is watched', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dus-root-race-'));
+    try {
+      await mkdir(join(dir, 'tenants', 'acme'), { recursive: true });
+      await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: 0\n');
+      const pass = new FakePass();
+      const w = await startWatch({ paths: [join(dir, 'tenants')], pass: pass.run, intervalMs: 3_600_000, debounceMs: 50, log: memoryLogger() });
+      watchers.push(w);
+      await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+      await mkdir(join(dir, 'next', 'acme'), { recursive: true });
+      await writeFile(join(dir, 'next', 'acme', 'a.yaml'), 'a: 1\n');
+      await rename(join(dir, 'tenants'), join(dir, 'old'));
+      await rename(join(dir, 'next'), join(dir, 'tenants'));
+      await waitFor(() => pass.triggers.length === 2, 5000, 'the pass after the replacement');
+      // Right after it, before the new folder may be armed: the second listing covers it.
+      await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: 2\n');
+      // The file itself (its new folder already watched), or the folder listed again.
+      const after = () => pass.triggers.slice(2).flatMap((t) => t.files ?? []);
+      await waitFor(() => after().includes(join(dir, 'tenants', 'acme', 'a.yaml')) || after().includes(join(dir, 'tenants')), 5000, 'a pass that reads the edit');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('a folder inside a root replaced, or a link to one swapped', () => {
@@ -410,7 +437,7 @@ describe('a folder inside a root replaced, or a link to one swapped', () => {
         const n = pass.triggers.length;
         await act();
         await waitFor(() => pass.triggers.length > n, 5000, what);
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 1300));
       };
       for (let i = 1; i <= 3; i++) {
         await seen(`sub-folder replacement ${i}`, async () => {
