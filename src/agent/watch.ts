@@ -94,6 +94,7 @@ export class Watcher {
   private realRoots = new Map<string, string | undefined>();
   private rootCheck: unknown;
   private rewatch = new Set<string>();
+  private readonly chokidarAdded = new Set<string>();
   private readonly relistTimers = new Set<unknown>();
   private rearming: Promise<void> = Promise.resolve();
   private rewatchTimer: unknown;
@@ -221,7 +222,11 @@ export class Watcher {
       ignored: (path, stats) => this.ignored(path, stats),
     });
     this.fsw = fsw;
-    fsw.on('all', (event, path) => this.onFsEvent(event, path));
+    fsw.on('all', (event, path) => {
+      // A folder chokidar itself reports as new is watched by it afresh (see scheduleRewatch).
+      if (event === 'addDir' && this.rewatch.size > 0) this.chokidarAdded.add(resolve(path));
+      this.onFsEvent(event, path);
+    });
     fsw.on('raw', (event: string, name: unknown, details: unknown) => this.onFolderEvent(event, name, details));
     fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
     // stop() during start-up closes the watcher, which may then never say 'ready'.
@@ -334,14 +339,17 @@ export class Watcher {
     if (this.rewatchTimer !== undefined) return;
     this.rewatchTimer = this.timers.setTimeout(() => {
       this.rewatchTimer = undefined;
-      const paths = [...this.rewatch];
+      const paths = [...this.rewatch].filter((p) => !this.chokidarAdded.has(p));
       this.rewatch.clear();
-      for (const p of paths) {
+      this.chokidarAdded.clear();
+      // Gone: chokidar says unlinkDir. New to chokidar (addDir): it watches it afresh. Else a
+      // folder there now was replaced under its name: everything is watched afresh.
+      const replaced = paths.filter((p) => {
         let st: Stats | undefined;
         try { st = lstatSync(p); } catch { st = undefined; }
-        // Gone: chokidar says unlinkDir. A link: relink. A folder: watched afresh, listed again.
-        if (st?.isDirectory() === true && this.folder(p)) this.relink(p);
-      }
+        return st?.isDirectory() === true && this.folder(p);
+      });
+      if (replaced.length > 0) void this.rearm(replaced);
     }, 100);
   }
 

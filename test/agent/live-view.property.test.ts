@@ -90,7 +90,8 @@ describe('the live view updated in place', () => {
       },
     ), { numRuns: 500 });
     // Both ways out are taken.
-    expect(read).toBeGreaterThan(100);
+    // (some 125 of 500 runs read in place, the rest fall back: the bounds are far from both)
+    expect(read).toBeGreaterThan(60);
     expect(fellBack).toBeGreaterThan(50);
   });
 });
