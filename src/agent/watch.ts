@@ -60,6 +60,8 @@ export interface WatchStatus {
 export type StopOutcome = 'idle' | 'finished' | 'aborted';
 
 const DEFAULT_DEBOUNCE_MS = 300;
+/** How often the roots are checked for a swap no watcher sees (see scheduleRootCheck). */
+const ROOT_POLL_MS = 2000;
 /** A folder watched afresh is listed again this long after (see listAgain). */
 const RELIST_AFTER_MS = 1000;
 const DEFAULT_JITTER = 0.1;
@@ -94,11 +96,11 @@ export class Watcher {
   private realRoots = new Map<string, string | undefined>();
   private rootCheck: unknown;
   private rewatch = new Set<string>();
-  private readonly chokidarAdded = new Set<string>();
   private readonly relistTimers = new Set<unknown>();
   private rearming: Promise<void> = Promise.resolve();
   private rewatchTimer: unknown;
-  private rootRetries = 0;
+  private rootCheckDue = 0;
+  private readonly rootsTouched = new Set<string>();
   private debounceSince: number | undefined;
   private idleWaiters: (() => void)[] = [];
   private stopWaiters: (() => void)[] = [];
@@ -124,7 +126,10 @@ export class Watcher {
     if (this.opts.signal?.aborted) { this.stopped = true; return; }
     this.opts.signal?.addEventListener('abort', () => { void this.stop(0); }, { once: true });
     // Arm the watch before the first pass so that no edit made during it is missed.
-    if (this.opts.watchFiles !== false) await this.watchFiles();
+    if (this.opts.watchFiles !== false) {
+      await this.watchFiles();
+      this.scheduleRootCheck(ROOT_POLL_MS);
+    }
     this.trigger('start');
   }
 
@@ -222,11 +227,7 @@ export class Watcher {
       ignored: (path, stats) => this.ignored(path, stats),
     });
     this.fsw = fsw;
-    fsw.on('all', (event, path) => {
-      // A folder chokidar itself reports as new is watched by it afresh (see scheduleRewatch).
-      if (event === 'addDir' && this.rewatch.size > 0) this.chokidarAdded.add(resolve(path));
-      this.onFsEvent(event, path);
-    });
+    fsw.on('all', (event, path) => this.onFsEvent(event, path));
     fsw.on('raw', (event: string, name: unknown, details: unknown) => this.onFolderEvent(event, name, details));
     fsw.on('error', (err) => this.opts.log.warn(`file watch error: ${redact(errorMessage(err))}`));
     // stop() during start-up closes the watcher, which may then never say 'ready'.
@@ -250,12 +251,9 @@ export class Watcher {
     if (!fsw) return [];
     const now = await rootIdentities(this.roots);
     if (this.fsw !== fsw) return [];
-    const gone = this.roots.filter((r) => now.get(r) === undefined && this.realRoots.get(r) !== undefined);
-    const moved = this.roots.filter((r) => now.get(r) !== undefined && now.get(r) !== this.realRoots.get(r));
-    if (gone.length > 0 && this.rootRetries < 120) {
-      this.rootRetries += 1;
-      this.scheduleRootCheck(500);
-    } else if (gone.length === 0) this.rootRetries = 0;
+    // A root that is gone stays as it was known: it is watched again when it comes back.
+    const moved = this.roots.filter((r) => now.get(r) !== undefined && (now.get(r) !== this.realRoots.get(r) || this.rootsTouched.has(r)));
+    for (const r of moved) this.rootsTouched.delete(r);
     if (moved.length === 0) return [];
     for (const r of moved) this.realRoots.set(r, now.get(r));
     this.opts.log.debug('a watched path now leads elsewhere; watching it again', { paths: moved });
@@ -286,13 +284,26 @@ export class Watcher {
   }
 
   /** After an event of a root's own watcher: is that root still the folder watched? */
+  /**
+   * Checks the roots `ms` from now (sooner than a check already due), then every
+   * ROOT_POLL_MS: a swap in a folder above a root (the repository moved over, a link to it
+   * swapped while the old target is kept) gives no event to any watcher, and a root that went
+   * away may come back at any time. A few stats of the roots; no walk.
+   */
   private scheduleRootCheck(ms = 100): void {
-    if (this.rootCheck !== undefined || this.stopped) return;
+    if (this.stopped) return;
+    const due = this.timers.now() + ms;
+    if (this.rootCheck !== undefined) {
+      if (this.rootCheckDue <= due) return;
+      this.timers.clearTimeout(this.rootCheck);
+    }
+    this.rootCheckDue = due;
     this.rootCheck = this.timers.setTimeout(() => {
       this.rootCheck = undefined;
       // A root watched again is listed again: the files of the new folder were never seen.
       void this.followRoots().then((moved) => (moved.length > 0 ? this.rearm(moved) : undefined))
-        .catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`));
+        .catch((err: unknown) => this.opts.log.warn(`file watch: ${redact(errorMessage(err))}`))
+        .finally(() => this.scheduleRootCheck(ROOT_POLL_MS));
     }, ms);
   }
 
@@ -317,7 +328,12 @@ export class Watcher {
   /** An event of a watched folder's own fs.watch: `name` is the entry of the folder that changed. */
   private onFolderEvent(event: string, name: unknown, details: unknown): void {
     const folder = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
-    if (typeof folder === 'string' && this.rootSet.has(resolve(folder))) this.scheduleRootCheck();
+    if (typeof folder === 'string' && this.rootSet.has(resolve(folder))) {
+      // The root itself moved or removed (its own name): watched afresh once it is there again,
+      // even as the same folder (renamed away and back), which chokidar does not follow.
+      if (name === basename(folder)) this.rootsTouched.add(resolve(folder));
+      this.scheduleRootCheck();
+    }
     if (typeof name !== 'string' || name === '' || typeof folder !== 'string') return;
     const path = resolve(folder, name);
     // A link to a folder swapped to another target (ln -s + mv -T): chokidar keeps watching the
@@ -339,11 +355,11 @@ export class Watcher {
     if (this.rewatchTimer !== undefined) return;
     this.rewatchTimer = this.timers.setTimeout(() => {
       this.rewatchTimer = undefined;
-      const paths = [...this.rewatch].filter((p) => !this.chokidarAdded.has(p));
+      const paths = [...this.rewatch];
       this.rewatch.clear();
-      this.chokidarAdded.clear();
-      // Gone: chokidar says unlinkDir. New to chokidar (addDir): it watches it afresh. Else a
-      // folder there now was replaced under its name: everything is watched afresh.
+      // Gone: chokidar says unlinkDir. A folder there now was made, or replaced or renamed back
+      // under its name, which chokidar does not always follow (its watchers of the folders below
+      // are lost or stale): everything is watched afresh. A new folder costs the same walk.
       const replaced = paths.filter((p) => {
         let st: Stats | undefined;
         try { st = lstatSync(p); } catch { st = undefined; }
@@ -595,7 +611,8 @@ async function rootIdentities(paths: readonly string[]): Promise<Map<string, str
     const real = await realpath(p).catch(() => undefined);
     const st = real === undefined ? undefined : await stat(real).catch(() => undefined);
     // The birth time too: a folder removed and made again at once often gets the same inode.
-    out.set(p, real === undefined || st === undefined ? undefined : `${st.dev}:${st.ino}:${st.birthtimeMs}:${real}`);
+    // A file root (the config) is replaced by every editor's save: chokidar follows that itself.
+    out.set(p, real === undefined || st === undefined ? undefined : st.isDirectory() ? `${st.dev}:${st.ino}:${st.birthtimeMs}:${real}` : real);
   }
   return out;
 }

@@ -394,6 +394,42 @@ describe('a root folder replaced', () => {
   }
 });
 
+describe('a swap no watcher sees, and a root renamed away and back', () => {
+  it('follows a root link swapped while its old target is kept (checked every 2 s), and a root renamed away and back', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dus-root-poll-'));
+    try {
+      for (const rev of ['0', '1']) {
+        await mkdir(join(dir, 'revs', rev, 'acme'), { recursive: true });
+        await writeFile(join(dir, 'revs', rev, 'acme', 'a.yaml'), `a: ${rev}\n`);
+      }
+      await mkdir(join(dir, 'repo'));
+      await symlink(join(dir, 'revs', '0'), join(dir, 'repo', 'tenants'));
+      const pass = new FakePass();
+      const w = await startWatch({ paths: [join(dir, 'repo', 'tenants')], pass: pass.run, intervalMs: 3_600_000, debounceMs: 50, log: memoryLogger() });
+      watchers.push(w);
+      await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+      // Capistrano's way: a new link moved over the old one; revs/0 stays, so nothing it watches moves.
+      await symlink(join(dir, 'revs', '1'), join(dir, 'repo', 'next'));
+      await rename(join(dir, 'repo', 'next'), join(dir, 'repo', 'tenants'));
+      await waitFor(() => pass.triggers.length >= 2, 6000, 'the pass after the swap');
+      await new Promise((r) => setTimeout(r, 1300));
+      let n = pass.triggers.length;
+      await writeFile(join(dir, 'revs', '1', 'acme', 'a.yaml'), 'a: edited\n');
+      await waitFor(() => pass.triggers.length > n, 5000, 'the edit in the new target');
+      expect(pass.triggers.at(-1)!.files).toEqual([join(dir, 'repo', 'tenants', 'acme', 'a.yaml')]);
+      // The target folder renamed away and straight back: the same folder, which chokidar loses.
+      await rename(join(dir, 'revs', '1'), join(dir, 'revs', 'away'));
+      await rename(join(dir, 'revs', 'away'), join(dir, 'revs', '1'));
+      await new Promise((r) => setTimeout(r, 2500));
+      n = pass.triggers.length;
+      await writeFile(join(dir, 'revs', '1', 'acme', 'a.yaml'), 'a: edited again\n');
+      await waitFor(() => pass.triggers.length > n, 5000, 'the edit after the rename back');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('an edit made while a replaced root is watched afresh', () => {
   it('is seen: the new folder is listed again a second after it is watched', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dus-root-race-'));
