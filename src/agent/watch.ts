@@ -338,7 +338,7 @@ export class Watcher {
     const path = resolve(folder, name);
     // A link to a folder swapped to another target (ln -s + mv -T): chokidar keeps watching the
     // old target. It is watched again, and the pass lists everything again.
-    if (this.links.has(path) && !this.filter(path)) { this.relink(path); return; }
+    if (this.links.has(path) && !this.filter(path)) { void this.rearm([path]); return; }
     // An entry made, removed or renamed that is not a resource may be a folder replaced under the
     // same name (rm -rf x; mkdir x, or mv x old; mv new x): chokidar keeps the old one's watchers.
     if (event === 'rename' && !this.filter(path)) this.scheduleRewatch(path);
@@ -367,10 +367,6 @@ export class Watcher {
       });
       if (replaced.length > 0) void this.rearm(replaced);
     }, 100);
-  }
-
-  private relink(path: string): void {
-    void this.rearm([path]);
   }
 
   /**

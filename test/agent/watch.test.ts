@@ -394,20 +394,36 @@ describe('a root folder replaced', () => {
   }
 });
 
+/**
+ * A temp folder laid out by `build` (which returns the root to watch), watched with an hour's
+ * interval once its start pass has run; removed after `body`.
+ */
+async function withWatchedTemp(prefix: string, debounceMs: number, build: (dir: string) => Promise<string>, body: (dir: string, pass: FakePass) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  try {
+    const root = await build(dir);
+    const pass = new FakePass();
+    const w = await startWatch({ paths: [root], pass: pass.run, intervalMs: 3_600_000, debounceMs, log: memoryLogger() });
+    watchers.push(w);
+    await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+    await body(dir, pass);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe('a swap no watcher sees, and a root renamed away and back', () => {
   it('follows a root link swapped while its old target is kept (checked every 2 s), and a root renamed away and back', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'dus-root-poll-'));
-    try {
+    const build = async (dir: string) => {
       for (const rev of ['0', '1']) {
         await mkdir(join(dir, 'revs', rev, 'acme'), { recursive: true });
         await writeFile(join(dir, 'revs', rev, 'acme', 'a.yaml'), `a: ${rev}\n`);
       }
       await mkdir(join(dir, 'repo'));
       await symlink(join(dir, 'revs', '0'), join(dir, 'repo', 'tenants'));
-      const pass = new FakePass();
-      const w = await startWatch({ paths: [join(dir, 'repo', 'tenants')], pass: pass.run, intervalMs: 3_600_000, debounceMs: 50, log: memoryLogger() });
-      watchers.push(w);
-      await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+      return join(dir, 'repo', 'tenants');
+    };
+    await withWatchedTemp('dus-root-poll-', 50, build, async (dir, pass) => {
       // Capistrano's way: a new link moved over the old one; revs/0 stays, so nothing it watches moves.
       await symlink(join(dir, 'revs', '1'), join(dir, 'repo', 'next'));
       await rename(join(dir, 'repo', 'next'), join(dir, 'repo', 'tenants'));
@@ -424,22 +440,18 @@ describe('a swap no watcher sees, and a root renamed away and back', () => {
       n = pass.triggers.length;
       await writeFile(join(dir, 'revs', '1', 'acme', 'a.yaml'), 'a: edited again\n');
       await waitFor(() => pass.triggers.length > n, 5000, 'the edit after the rename back');
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe('an edit made while a replaced root is watched afresh', () => {
   it('is seen: the new folder is listed again a second after it is watched', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'dus-root-race-'));
-    try {
+    const build = async (dir: string) => {
       await mkdir(join(dir, 'tenants', 'acme'), { recursive: true });
       await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: 0\n');
-      const pass = new FakePass();
-      const w = await startWatch({ paths: [join(dir, 'tenants')], pass: pass.run, intervalMs: 3_600_000, debounceMs: 50, log: memoryLogger() });
-      watchers.push(w);
-      await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+      return join(dir, 'tenants');
+    };
+    await withWatchedTemp('dus-root-race-', 50, build, async (dir, pass) => {
       await mkdir(join(dir, 'next', 'acme'), { recursive: true });
       await writeFile(join(dir, 'next', 'acme', 'a.yaml'), 'a: 1\n');
       await rename(join(dir, 'tenants'), join(dir, 'old'));
@@ -450,25 +462,21 @@ describe('an edit made while a replaced root is watched afresh', () => {
       // The file itself (its new folder already watched), or the folder listed again.
       const after = () => pass.triggers.slice(2).flatMap((t) => t.files ?? []);
       await waitFor(() => after().includes(join(dir, 'tenants', 'acme', 'a.yaml')) || after().includes(join(dir, 'tenants')), 5000, 'a pass that reads the edit');
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe('a folder inside a root replaced, or a link to one swapped', () => {
   it('sees edits after a sub-folder is removed and made again under its name, and after a folder link is swapped (ln -s + mv -T)', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'dus-sub-swap-'));
-    try {
+    const build = async (dir: string) => {
       await mkdir(join(dir, 'tenants', 'acme'), { recursive: true });
       await writeFile(join(dir, 'tenants', 'acme', 'a.yaml'), 'a: 0\n');
       await mkdir(join(dir, 'revs', '0'), { recursive: true });
       await writeFile(join(dir, 'revs', '0', 'f.yaml'), 'f: 0\n');
       await symlink(join(dir, 'revs', '0'), join(dir, 'tenants', 'linked'));
-      const pass = new FakePass();
-      const w = await startWatch({ paths: [join(dir, 'tenants')], pass: pass.run, intervalMs: 3_600_000, debounceMs: 100, log: memoryLogger() });
-      watchers.push(w);
-      await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
+      return join(dir, 'tenants');
+    };
+    await withWatchedTemp('dus-sub-swap-', 100, build, async (dir, pass) => {
       const seen = async (what: string, act: () => Promise<void>) => {
         const n = pass.triggers.length;
         await act();
@@ -493,9 +501,7 @@ describe('a folder inside a root replaced, or a link to one swapped', () => {
         });
       }
       await seen('an edit behind the swapped link', () => writeFile(join(dir, 'revs', '2', 'f.yaml'), 'f: in place\n'));
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
