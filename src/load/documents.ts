@@ -19,6 +19,44 @@ export interface Identity {
 }
 
 
+/**
+ * A document whose identity could be read, as the loader keeps it: the identity is built when
+ * asked for, from the object (or, for an invalid document, the few fields kept for it) and the
+ * key's line and column. 200,000 documents kept by watch held an Identity and a location each
+ * besides the document: 22 MB.
+ */
+export class IdentifiedDocument {
+  private readonly keyLine: number;
+  private readonly keyColumn: number;
+  /** kind, tenant and key, kept only when no object carries them (an invalid document). */
+  private readonly loose: Pick<Identity, 'kind' | 'tenant' | 'key'> | undefined;
+
+  constructor(
+    /** 0-based index among the file's non-empty documents. */
+    readonly index: number,
+    /** Where the document starts. */
+    readonly source: SourceLocation,
+    identity: Identity,
+    /** Present only when the document is entirely valid; made from `identity`. */
+    readonly object: DesiredObject | undefined,
+  ) {
+    this.keyLine = identity.location.line;
+    this.keyColumn = identity.location.column;
+    this.loose = object === undefined || identity.location.file !== source.file || !agrees(object, identity)
+      ? { kind: identity.kind, tenant: identity.tenant, key: identity.key } : undefined;
+  }
+
+  get identity(): Identity {
+    const o = this.object;
+    const { kind, tenant, key } = this.loose ?? { kind: o!.kind, tenant: o!.tenant, key: o!.kind === 'firmware' ? o!.spec.version_number : String(o!.id) };
+    return { kind, tenant, key, location: { file: this.source.file, line: this.keyLine, column: this.keyColumn }, pointer: kind === 'firmware' ? '/spec/version_number' : '/spec/id' };
+  }
+}
+
+function agrees(o: DesiredObject, id: Identity): boolean {
+  return o.kind === id.kind && o.tenant === id.tenant && (o.kind === 'firmware' ? o.spec.version_number === id.key : String(o.id) === id.key);
+}
+
 export function isPlainObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

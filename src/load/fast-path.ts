@@ -7,7 +7,7 @@
 // produce the exact issues. The result is then equal to the yaml path's (tested).
 import * as jsYamlModule from 'js-yaml';
 import type { ResolvedConfig, SourceLocation } from '../model/index.js';
-import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, type Identity, type Position } from './documents.js';
+import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, type Identity, type Position } from './documents.js';
 import type { ParsedDocument, ParsedFile, SourceFile } from './index.js';
 import { FORBIDDEN_KEYS, validator } from './schema-check.js';
 import { MAX_FILE_BYTES } from './yaml-source.js';
@@ -249,7 +249,7 @@ function fastDocument(value: unknown, region: Region, index: number, file: strin
   const phases = value.kind === 'Action' && Array.isArray(spec.phases) ? phaseLocations(region, spec.phases.length, file) : [];
   if (!phases) return undefined;
   const phaseAt: Position = (path) => phases[Number(path[2])] ?? source;
-  return { index, source, identity, object: buildObject(value, identity.tenant, source, phaseAt) };
+  return new IdentifiedDocument(index, source, identity, buildObject(value, identity.tenant, source, phaseAt));
 }
 
 /**

@@ -11,7 +11,7 @@ import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import { anySecrets, holdsWholeKey, redact, REDACTED } from '../redact.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
-import { buildObject, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
+import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
@@ -260,7 +260,7 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
   const bad = new Set(found.map((f) => f.index));
   return {
     ...parsed,
-    documents: parsed.documents.map((d) => (bad.has(d.index) ? { index: d.index, source: d.source, ...(d.identity ? { identity: d.identity } : {}) } : d)),
+    documents: parsed.documents.map((d) => (bad.has(d.index) ? (d.identity ? new IdentifiedDocument(d.index, d.source, d.identity, undefined) : { index: d.index, source: d.source }) : d)),
     issues: sortIssues([...parsed.issues, ...issues]),
   };
 }
@@ -327,7 +327,7 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   issues.push(...sem.issues.filter((i) => !reported.some((p) => i.pointer === p || i.pointer.startsWith(p + '/'))));
   const identity = refused ? undefined : sem.identity;
   const object = valid && sem.issues.length === 0 && identity ? buildObject(value, identity.tenant, source, position) : undefined;
-  return { document: { index, source, identity, object }, issues };
+  return { document: identity ? new IdentifiedDocument(index, source, identity, object) : bare, issues };
 }
 
 /**
