@@ -4,6 +4,7 @@ import { setMaxListeners } from 'node:events';
 import { entriesText } from '../core/canonical.js';
 import { compareVersions } from '../core/version-order.js';
 import { collectRecord, markSearched, stringsMayHoldKey } from '../live-keys.js';
+import { FirmwareIndex } from '../live-firmwares.js';
 import { intern, internDependencies, NO_DEPENDENCIES, UNKNOWN_DEPENDENCIES } from '../intern.js';
 import type { Action, DesiredState, FirmwareBundle, LiveFirmware, LiveState, LiveTenant } from '../model/index.js';
 import { ApiError } from '../errors.js';
@@ -56,7 +57,7 @@ export async function fetchLive(client: ApiClient, desired: DesiredState, opts: 
   setMaxListeners(0, signal);
   const budget = { actionBytes: ACTIONS_BUDGET_FACTOR * maxResponseBytes, records: opts.recordsBudget ?? recordsBudget(maxResponseBytes) };
   // The indexes read ahead get their filter now; a list read ahead for a tenant that declares no firmware is stopped.
-  const early = new Map<string, Promise<Map<string, readonly LiveFirmware[]>>>();
+  const early = new Map<string, Promise<ReadonlyMap<string, readonly LiveFirmware[]>>>();
   for (const name of names) {
     const w = wanted.get(name)!;
     if (w.versions.size === 0) { opts.ahead?.drop(name); continue; }
@@ -118,7 +119,7 @@ interface TenantRead extends FetchLiveOptions {
   /** The tenant's pages, read one ahead of the index. */
   readonly prefetched?: BundlePrefetch;
   /** The tenant's index, read ahead. */
-  readonly early?: Promise<Map<string, readonly LiveFirmware[]>>;
+  readonly early?: Promise<ReadonlyMap<string, readonly LiveFirmware[]>>;
   /** The tenant's declared actions already being read, and the budget they spend from. */
   readonly earlyActions?: EarlyActions;
 }
@@ -143,7 +144,7 @@ async function fetchTenant(client: TenantClient, wanted: Wanted, opts: TenantRea
   const stopActions = new AbortController();
   const actionsSignal = opts.signal ? AbortSignal.any([opts.signal, stopActions.signal]) : stopActions.signal;
   setMaxListeners(0, actionsSignal);
-  const list = wanted.versions.size === 0 ? Promise.resolve(new Map<string, readonly LiveFirmware[]>())
+  const list = wanted.versions.size === 0 ? Promise.resolve(new FirmwareIndex())
     : opts.early ?? indexFirmwares(opts.prefetched?.take(client.tenant, opts.signal) ?? client.bundlePages(opts.signal), {
       ...filterOf(wanted), tenant: client.tenant,
       ...(budget.records ? { budget: budget.records } : {}),
@@ -294,7 +295,7 @@ function byComponentName(a: LiveFirmware, b: LiveFirmware): number {
  * (no copy at the end), and the map is in the order the list gave the numbers: the callers look
  * numbers up, and export sorts them itself.
  */
-export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundle[]>, opts: IndexOptions = {}): Promise<Map<string, readonly LiveFirmware[]>> {
+export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundle[]>, opts: IndexOptions = {}): Promise<FirmwareIndex> {
   const byNumber = new Map<string, Accumulated | Slot>();
   const budget = opts.budget;
   // Until a `later` filter comes (early), everything is kept: no versions, no declared bundles, no satisfiers.
@@ -550,7 +551,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     await later;
     settle(came!.filter);
   }
-  const out = new Map<string, readonly LiveFirmware[]>();
+  const out = new FirmwareIndex();
   // Most records are in one bundle: they share one frozen list per bundle (a bundle holds many
   // records; a list each was 10 MB at 200,000 records). No reader changes a record's list.
   const single = new Map<string, string[]>();
@@ -713,7 +714,7 @@ export async function refreshLive(client: ApiClient, base: LiveState, targets: R
       reads += jobs.length;
       await runLimited(jobs, opts.concurrency ?? 8);
       const held = base.tenants.get(tenant)!;
-      const firmwares = plan.records.size > 0 ? new Map(held.firmwares) : held.firmwares;
+      const firmwares = plan.records.size > 0 ? FirmwareIndex.copyOf(held.firmwares) : held.firmwares;
       for (const [version, list] of plan.records) {
         const fresh: LiveFirmware[] = [];
         for (const r of list) {
@@ -746,7 +747,7 @@ export async function refreshLive(client: ApiClient, base: LiveState, targets: R
             return { fallback: `firmware ${version} of tenant ${tenant} has a record the last full read did not` };
           }
         }
-        (firmwares as Map<string, readonly LiveFirmware[]>).set(version, fresh);
+        (firmwares as FirmwareIndex).set(version, fresh);
       }
       let liveActions = held.actions;
       let actionErrors = held.actionErrors;
@@ -788,11 +789,11 @@ export function mergeLive(base: LiveState, part: LiveState): LiveState {
   for (const [name, t] of part.tenants) {
     const held = base.tenants.get(name);
     if (held === undefined) { tenants.set(name, t); continue; }
-    const firmwares = t.firmwares.size > 0 ? new Map(held.firmwares) : held.firmwares;
+    const firmwares = t.firmwares.size > 0 ? FirmwareIndex.copyOf(held.firmwares) : held.firmwares;
     for (const [v, list] of t.firmwares) {
       // A partial read keeps a record's first bundles only: the declared ones the base kept stay.
       const before = held.firmwares.get(v) ?? [];
-      (firmwares as Map<string, readonly LiveFirmware[]>).set(v, list.map((r) => {
+      (firmwares as FirmwareIndex).set(v, list.map((r) => {
         const old = before.find((o) => o.component_name === r.component_name);
         return old === undefined ? r : { ...r, bundles: [...new Set([...r.bundles, ...old.bundles])].sort() };
       }));

@@ -124,7 +124,7 @@ export function prefetchBundles(client: ApiClient, tenants: readonly string[], o
  */
 export interface IndexAhead {
   /** Gives the tenant's index its filter and returns it; undefined when the tenant is not read ahead (or was taken). Aborting `signal` stops its list. */
-  take(tenant: string, filter: IndexFilter, signal?: AbortSignal): Promise<Map<string, readonly LiveFirmware[]>> | undefined;
+  take(tenant: string, filter: IndexFilter, signal?: AbortSignal): Promise<ReadonlyMap<string, readonly LiveFirmware[]>> | undefined;
   /** The tenant's list is not needed (no firmware declared): stopped now. */
   drop(tenant: string): void;
   /**
@@ -146,7 +146,7 @@ interface Ahead {
   /** Stops the action reads (the list has its own: a tenant whose list is not needed still has its actions). */
   readonly actionsController: AbortController;
   readonly controller: AbortController;
-  readonly index: Promise<Map<string, readonly LiveFirmware[]>>;
+  readonly index: Promise<ReadonlyMap<string, readonly LiveFirmware[]>>;
   give(filter: IndexFilter): void;
   refuse(reason: Error): void;
   taken: boolean;

@@ -63,7 +63,7 @@ async function* stream(pages: FirmwareBundle[][], onPage?: (n: number) => void):
   }
 }
 
-async function outcome(run: () => Promise<Map<string, unknown>>): Promise<unknown> {
+async function outcome(run: () => Promise<ReadonlyMap<string, unknown>>): Promise<unknown> {
   try {
     const map = await run();
     return { entries: [...map] };
