@@ -60,4 +60,20 @@ describe('what the live index and the desired state share', () => {
     expect(b!.spec.dependencies).toBe(a!.spec.dependencies);
     expect(parsed.documents[1]!.identity!.pointer).toBe('/spec/version_number');
   });
+
+  it('a spec with or without bundle_version keeps the order of its fields, and the identity its key position', () => {
+    const config = { dir: '/repo', tenants: {}, defaultTenant: 'acme' } as unknown as ResolvedConfig;
+    const doc = (bundle: string) => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  dependencies: []\n  uncompressed_size: 1\n  is_deactivated: false\n${bundle}  component_name: modem\n  version_number: "1.0"\n`;
+    for (const [bundle, keys, line] of [
+      ['', ['version_number', 'component_name', 'is_deactivated', 'uncompressed_size', 'dependencies'], 9],
+      ['  bundle_version: "2024.06"\n', ['version_number', 'component_name', 'bundle_version', 'is_deactivated', 'uncompressed_size', 'dependencies'], 10],
+      ['  bundle_version: "2024.06"\n  bogus: 1\n', undefined, 11],
+    ] as const) {
+      const parsed = parseFile({ path: 'x.yaml', text: doc(bundle) }, config);
+      const d = parsed.documents[0]!;
+      if (keys === undefined) expect(d.object).toBeUndefined();
+      else expect(Object.keys((d.object as { spec: object }).spec)).toEqual(keys);
+      expect(d.identity).toEqual({ kind: 'firmware', tenant: 'acme', key: '1.0', location: { file: d.source.file, line, column: 19 }, pointer: '/spec/version_number' });
+    }
+  });
 });

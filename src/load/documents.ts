@@ -222,12 +222,14 @@ export function buildObject(value: JsonObject, tenant: string, source: SourceLoc
     const s = spec as unknown as FirmwareSpec;
     const dependencies = s.dependencies === undefined ? undefined : s.dependencies.length === 0 ? NO_DEPENDENCIES as unknown as FirmwareSpec['dependencies']
       : internDependencies(s.dependencies.map((d) => ({ component_name: intern(d.component_name), min_version: intern(d.min_version) })));
-    // The usual spec (every field present) as one literal: its fields in the object itself, not in
-    // a property store added field by field (64 bytes more a record).
-    const out: FirmwareSpec = s.component_name !== undefined && s.bundle_version !== undefined && s.is_deactivated !== undefined
-      && s.uncompressed_size !== undefined && dependencies !== undefined
-      ? { version_number: s.version_number, component_name: intern(s.component_name), bundle_version: s.bundle_version, is_deactivated: s.is_deactivated, uncompressed_size: s.uncompressed_size, dependencies }
-      : { version_number: s.version_number };
+    // The usual specs (every field present, bundle_version optional) as one literal: their fields
+    // in the object itself, not in a property store added field by field (64 bytes more a record;
+    // 12 MB of watch's heap at 200,000 documents without bundle_version). Same key order either way.
+    const usual = s.component_name !== undefined && s.is_deactivated !== undefined && s.uncompressed_size !== undefined && dependencies !== undefined;
+    const out: FirmwareSpec = !usual ? { version_number: s.version_number }
+      : s.bundle_version !== undefined
+        ? { version_number: s.version_number, component_name: intern(s.component_name!), bundle_version: s.bundle_version, is_deactivated: s.is_deactivated!, uncompressed_size: s.uncompressed_size!, dependencies: dependencies! }
+        : { version_number: s.version_number, component_name: intern(s.component_name!), is_deactivated: s.is_deactivated!, uncompressed_size: s.uncompressed_size!, dependencies: dependencies! };
     if (out.component_name === undefined) {
       if (s.component_name !== undefined) out.component_name = intern(s.component_name);
       if (s.bundle_version !== undefined) out.bundle_version = s.bundle_version;
