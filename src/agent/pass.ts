@@ -13,7 +13,7 @@ import { checkSelection } from '../load/selection.js';
 import { assembleFrom, type Assembly } from '../load/incremental.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
-import { redact } from '../redact.js';
+import { redact, secretsGeneration } from '../redact.js';
 import { DEFAULT_SETTLE_MS, Journal } from '../apply/journal.js';
 import { desiredRevision, type Revision } from '../load/revision.js';
 import { RepeatLimiter } from './repeat.js';
@@ -76,12 +76,13 @@ function stampOf(st: { size: number; mtimeMs: number; ctimeMs: number; ino: numb
  * What a file's parse depends on besides its text: where the resources are and how they are read
  * (resourcesKey), the tenants dus-sync.yaml lists and the default tenant (a document without
  * metadata.tenant is the default tenant's; one naming a tenant the config does not list is an
- * error), and the working folder (the file names shown). When it changes, every kept parse is
+ * error), the working folder (the file names shown), and the keys known (a value that holds a
+ * key is an issue: a rotated key file may name a value of a file that did not change). When it changes, every kept parse is
  * dropped: adding a tenant to dus-sync.yaml left "unknown tenant" in force until the file itself
  * was saved again, and a new default_tenant left the documents with the old one.
  */
 function parseKey(config: ResolvedConfig): string {
-  return JSON.stringify([resourcesKey(config), Object.keys(config.tenants), config.defaultTenant ?? null, process.cwd()]);
+  return JSON.stringify([resourcesKey(config), Object.keys(config.tenants), config.defaultTenant ?? null, process.cwd(), secretsGeneration()]);
 }
 
 /** The changed files of a file-change pass, as parsed before it and now. */

@@ -13,7 +13,7 @@ import Agent from 'undici/lib/dispatcher/agent.js';
 import undiciRequest from 'undici/lib/api/api-request.js';
 import { ApiError, UserError } from '../errors.js';
 import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
-import { redact, registerSecret } from '../redact.js';
+import { holdsWholeKey, redact, REDACTED, registerSecret } from '../redact.js';
 import { VERSION } from '../version.js';
 import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
@@ -243,7 +243,14 @@ function identityGuard(tenant: string, expectedTenantId: string) {
 }
 
 function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, tenantId: string): TenantClient {
-  const send = (call: Call, signal?: AbortSignal): Promise<Reply> => execute(ctx, tenant, key, limiter, call, signal);
+  const send = (call: Call, signal?: AbortSignal): Promise<Reply> => {
+    // The last guard of "a key is never sent": the loader refuses a value that holds one, but a
+    // key may come (a rotated key file) after the value was checked. Nothing is sent then.
+    if (call.method !== 'GET' && (holdsWholeKey(call.path) || (call.body !== undefined && valueHoldsKey(call.body)))) {
+      return Promise.reject(new ApiError(`${call.method} ${redact(call.path)} was not sent: what it would write holds an API key (shown as ${REDACTED}); remove the key from the desired state`, { retryable: false, outcome: 'not-sent', endpoint: redact(call.path) }));
+    }
+    return execute(ctx, tenant, key, limiter, call, signal);
+  };
   const checkAction = identityGuard(tenant, tenantId);
   const pages = (signal?: AbortSignal): AsyncIterable<FirmwareBundle[]> => bundlePages(ctx, tenant, send, signal);
   return {
@@ -601,4 +608,13 @@ function networkError(ctx: Context, tenant: string, call: Call, failure: Network
     retryable: failure.retryable,
     endpoint,
   });
+}
+
+/** Whether a string of the value, or a key of one of its objects, holds a whole registered key. */
+function valueHoldsKey(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return holdsWholeKey(value);
+  if (typeof value !== 'object' || value === null || depth > 64) return false;
+  if (Array.isArray(value)) return value.some((v) => valueHoldsKey(v, depth + 1));
+  for (const [k, v] of Object.entries(value)) if (holdsWholeKey(k) || valueHoldsKey(v, depth + 1)) return true;
+  return false;
 }

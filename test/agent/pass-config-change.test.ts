@@ -87,3 +87,34 @@ describe('a pass after a folder went away', () => {
     }
   });
 });
+
+describe('a pass after a key file was rotated', () => {
+  it('checks every kept file again for the new key: a value that now holds it is an issue at its line, and nothing is planned', async () => {
+    const rotated = 'pass-cfg-rotated-key-beta-9876543210';
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-rot-'));
+    write('dus-sync.yaml', `apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n  beta: { api_key_file: ${join(dir, 'beta.key')} }\n`);
+    write('beta.key', `${KEY_B}\n`);
+    write('tenants/a.yaml', `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "2.4.1"\n  uncompressed_size: 1000\n  dependencies: [{ component_name: boot, min_version: "${rotated}" }]\n`);
+    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock,
+    });
+    const signal = new AbortController().signal;
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.issues ?? []).toEqual([]);
+      expect(first.result).toBe('success');
+      // The mounted secret rotates to a value tenants/a.yaml already holds; the file is untouched.
+      write('beta.key', `${rotated}\n`);
+      const second = await pass({ reason: 'interval' }, signal);
+      expect(second.result).toBe('invalid-config');
+      expect(second.issues?.map((i) => [i.file.endsWith('tenants/a.yaml'), i.line])).toEqual([[true, 7]]);
+      expect(second.issues?.[0]?.message).toMatch(/holds an API key/);
+      expect(JSON.stringify(second)).not.toContain(rotated);
+    } finally {
+      await close();
+    }
+  });
+});

@@ -203,3 +203,28 @@ describe('client against the emulator', () => {
     expect(err.retryable).toBe(true);
   });
 });
+
+describe('a write that would send a key', () => {
+  it('is not sent: a phase name, an info key or a version number that holds a registered key is refused before any request', async () => {
+    const emu = await emulator();
+    const sent: RequestEvent[] = [];
+    const c = client(emu.url, { onRequest: (e) => sent.push(e) });
+    const acme = c.tenant('acme');
+    const refusals = [
+      () => acme.appendPhase(100, { name: `wave-${GLOBEX_KEY}`, trigger_on: {}, info: {} }),
+      () => acme.appendPhase(100, { name: 'wave', trigger_on: {}, info: { [GLOBEX_KEY]: 1 } }),
+      () => acme.putFirmware('1.3', { uncompressed_size: 1, is_deactivated: false, dependencies: [{ component_name: 'boot', min_version: ACME_KEY }] }),
+      () => acme.putFirmware(`1.3-${ACME_KEY}`, { uncompressed_size: 1 }),
+    ];
+    for (const attempt of refusals) {
+      const err = await attempt().then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).details).toMatchObject({ outcome: 'not-sent', retryable: false });
+      expect((err as ApiError).message).toMatch(/was not sent: what it would write holds an API key/);
+      expect((err as ApiError).message).not.toContain(ACME_KEY);
+      expect((err as ApiError).message).not.toContain(GLOBEX_KEY);
+    }
+    expect(sent).toEqual([]);
+    expect((await acme.getAction(100)).phases.map((p) => p.name)).toEqual(['canary']);
+  });
+});
