@@ -9,61 +9,47 @@ type Held = LiveFirmware | readonly LiveFirmware[];
 
 const listOf = (held: Held): readonly LiveFirmware[] => (Array.isArray(held) ? held as readonly LiveFirmware[] : [held as LiveFirmware]);
 
-export class FirmwareIndex implements ReadonlyMap<string, readonly LiveFirmware[]> {
-  private readonly held: Map<string, Held>;
+const rawGet = Map.prototype.get as (this: Map<string, Held>, k: string) => Held | undefined;
+const rawSet = Map.prototype.set as (this: Map<string, Held>, k: string, v: Held) => Map<string, Held>;
+const rawEntries = Map.prototype.entries as (this: Map<string, Held>) => MapIterator<[string, Held]>;
+const rawValues = Map.prototype.values as (this: Map<string, Held>) => MapIterator<Held>;
 
-  constructor(entries?: Iterable<readonly [string, readonly LiveFirmware[]]>) {
-    this.held = new Map();
-    if (entries !== undefined) for (const [k, v] of entries) this.set(k, v);
-  }
-
+/**
+ * A Map (code that walks Maps, such as redaction, takes it as one) whose own storage holds a
+ * record or a list per number; every read gives lists.
+ */
+export class FirmwareIndex extends Map<string, readonly LiveFirmware[]> {
   /** A copy to change (the refresh of some records on top of a full read): the records are shared. */
   static copyOf(index: ReadonlyMap<string, readonly LiveFirmware[]>): FirmwareIndex {
-    if (!(index instanceof FirmwareIndex)) return new FirmwareIndex(index);
     const out = new FirmwareIndex();
-    for (const [k, v] of index.held) out.held.set(k, v);
+    if (index instanceof FirmwareIndex) for (const [k, v] of rawEntries.call(index as unknown as Map<string, Held>)) rawSet.call(out as unknown as Map<string, Held>, k, v);
+    else for (const [k, v] of index) out.set(k, v);
     return out;
   }
 
-  set(version: string, list: readonly LiveFirmware[]): this {
-    this.held.set(version, list.length === 1 ? list[0]! : list);
+  override set(version: string, list: readonly LiveFirmware[]): this {
+    rawSet.call(this as unknown as Map<string, Held>, version, list.length === 1 ? list[0]! : list);
     return this;
   }
 
-  get size(): number {
-    return this.held.size;
-  }
-
-  get(version: string): readonly LiveFirmware[] | undefined {
-    const held = this.held.get(version);
+  override get(version: string): readonly LiveFirmware[] | undefined {
+    const held = rawGet.call(this as unknown as Map<string, Held>, version);
     return held === undefined ? undefined : listOf(held);
   }
 
-  has(version: string): boolean {
-    return this.held.has(version);
+  override forEach(fn: (list: readonly LiveFirmware[], version: string, map: Map<string, readonly LiveFirmware[]>) => void, thisArg?: unknown): void {
+    for (const [k, v] of rawEntries.call(this as unknown as Map<string, Held>)) fn.call(thisArg, listOf(v), k, this);
   }
 
-  forEach(fn: (list: readonly LiveFirmware[], version: string, map: ReadonlyMap<string, readonly LiveFirmware[]>) => void, thisArg?: unknown): void {
-    for (const [k, v] of this.held) fn.call(thisArg, listOf(v), k, this);
+  override *values(): MapIterator<readonly LiveFirmware[]> {
+    for (const v of rawValues.call(this as unknown as Map<string, Held>)) yield listOf(v);
   }
 
-  keys(): MapIterator<string> {
-    return this.held.keys();
+  override *entries(): MapIterator<[string, readonly LiveFirmware[]]> {
+    for (const [k, v] of rawEntries.call(this as unknown as Map<string, Held>)) yield [k, listOf(v)];
   }
 
-  *values(): MapIterator<readonly LiveFirmware[]> {
-    for (const v of this.held.values()) yield listOf(v);
-  }
-
-  *entries(): MapIterator<[string, readonly LiveFirmware[]]> {
-    for (const [k, v] of this.held) yield [k, listOf(v)];
-  }
-
-  [Symbol.iterator](): MapIterator<[string, readonly LiveFirmware[]]> {
+  override [Symbol.iterator](): MapIterator<[string, readonly LiveFirmware[]]> {
     return this.entries();
-  }
-
-  get [Symbol.toStringTag](): string {
-    return 'FirmwareIndex';
   }
 }

@@ -66,6 +66,11 @@ function clientOf(server: Record<string, ServerT>): ApiClient {
   } as unknown as ApiClient;
 }
 
+/** The view as plain Maps: an index may be a FirmwareIndex (a Map that stores single records), which equals a Map of the same lists but is another class. */
+function plain(live: LiveState): LiveState {
+  return { tenants: new Map([...live.tenants].map(([n, t]): [string, LiveTenant] => [n, { ...t, firmwares: new Map(t.firmwares) }])) };
+}
+
 describe('the live view updated in place', () => {
   it('equals the targeted read of the whole view, and falls back for the same reasons', async () => {
     let read = 0;
@@ -81,7 +86,7 @@ describe('the live view updated in place', () => {
         if ('live' in whole && 'live' in part) {
           read++;
           putLive(inPlace, part.live);
-          expect(inPlace).toEqual(whole.live);
+          expect(plain(inPlace)).toEqual(plain(whole.live));
           expect(part.reads).toBe(whole.reads);
         } else {
           fellBack++;

@@ -47,6 +47,7 @@ describe('FirmwareIndex', () => {
     again.set('1', []);
     expect(copy.get('1')).toEqual([a]);
     expect(again.get('1')).toEqual([]);
-    expect(Object.prototype.toString.call(copy)).toBe('[object FirmwareIndex]');
+    expect(copy).toBeInstanceOf(Map);
+    expect(new Map(copy)).toEqual(new Map([['1', [a]], ['2', copy.get('2')]]));
   });
 });
