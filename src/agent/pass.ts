@@ -1,9 +1,9 @@
 // One reconcile pass of `watch`, built from the same steps as `plan` and `apply`
 // (src/agent/reconcile.ts). It keeps what it parsed between passes and re-reads only the
 // files whose size or modification time changed, so a save in a large repo costs one file.
-import { lstatSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { isAbsolute, join, relative, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { ApiLimits, Change, Clock, DesiredObject, DesiredState, LiveState, Logger, Plan, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { ApiError, ConfigError, LockHeldError, StateError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { resolveConfig } from '../load/config.js';
@@ -83,6 +83,15 @@ function stampOf(st: { size: number; mtimeMs: number; ctimeMs: number; ino: numb
  */
 function parseKey(config: ResolvedConfig): string {
   return JSON.stringify([resourcesKey(config), Object.keys(config.tenants), config.defaultTenant ?? null, process.cwd(), secretsGeneration()]);
+}
+
+/** Whether the folder of `rel` (relative to `dir`) is reached through a symbolic link. */
+function throughLink(dir: string, rel: string): boolean {
+  try {
+    return realpathSync(dirname(join(dir, rel))) !== join(realpathSync(dir), dirname(rel));
+  } catch {
+    return true;
+  }
 }
 
 /** The changed files of a file-change pass, as parsed before it and now. */
@@ -254,6 +263,9 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const now = paths ?? listed;
       const at = lowerBound(now, rel);
       const there = now[at] === rel;
+      // A new path through a linked folder may be a second path to a folder already listed
+      // (the listing reads each real folder once): everything is listed again.
+      if (st !== undefined && !there && throughLink(config.dir, rel)) return undefined;
       if (st === undefined && there) (paths ??= listed.slice()).splice(at, 1);
       else if (st !== undefined && !there) (paths ??= listed.slice()).splice(at, 0, rel);
     }

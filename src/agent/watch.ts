@@ -3,7 +3,7 @@
 // trigger that arrives during a pass is coalesced into exactly one more pass. The loop never
 // exits on its own; only stop() ends it.
 import { setMaxListeners } from 'node:events';
-import { lstatSync, type Stats } from 'node:fs';
+import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve, sep } from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
@@ -94,6 +94,14 @@ export class Watcher {
   private readonly links = new Set<string>();
   /** Where each root pointed when it was watched (git-sync swaps a symlink to a new worktree). */
   private realRoots = new Map<string, string | undefined>();
+  /**
+   * Each real folder watched, by the path it is watched under: a folder met again under another
+   * path (a link to it, or a link that loops: tenants/acme/up -> ..) is not watched again, as
+   * the loader reads each real folder once. chokidar follows links without end otherwise (the
+   * agent's first pass never came, and its memory grew past a gigabyte). Made afresh with each
+   * chokidar watcher.
+   */
+  private realFolders = new Map<string, string>();
   private rootCheck: unknown;
   private rewatch = new Set<string>();
   private readonly relistTimers = new Set<unknown>();
@@ -220,6 +228,7 @@ export class Watcher {
   // ------------------------------------------------------------ file events
 
   private async watchFiles(): Promise<void> {
+    this.realFolders = new Map();
     const fsw = chokidarWatch([...this.roots], {
       ignoreInitial: true,
       // chokidar's atomic mode folds an editor's unlink+add (rename-over saves) into a change.
@@ -316,13 +325,24 @@ export class Watcher {
    */
   private ignored(path: string, stats: Stats | undefined): boolean {
     if (this.insideDotFolder(path)) return true;
-    if (stats === undefined || this.rootSet.has(path)) return false;
+    if (stats === undefined) return false;
+    if (this.rootSet.has(path)) { if (stats.isDirectory()) this.claim(path); return false; }
     // Entries of a folder come lstat-ed (a link is a link); a link chokidar then follows comes
     // stat-ed as what it leads to, under the link's path.
     if (stats.isSymbolicLink()) { this.links.add(path); return false; }
     if (stats.isFile()) return !this.links.has(path) || !this.filter(path);
-    if (stats.isDirectory()) return !this.folder(path);
+    if (stats.isDirectory()) return !this.folder(path) || !this.claim(path);
     return false;
+  }
+
+  /** Whether the folder at `path` is watched under this path: no other path watches its real folder. */
+  private claim(path: string): boolean {
+    let real: string;
+    try { real = realpathSync(path); } catch { return true; }
+    const by = this.realFolders.get(real);
+    if (by !== undefined && by !== path) return false;
+    this.realFolders.set(real, path);
+    return true;
   }
 
   /** An event of a watched folder's own fs.watch: `name` is the entry of the folder that changed. */

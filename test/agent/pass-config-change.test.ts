@@ -1,6 +1,6 @@
 // The watch pass keeps the parse of every file between passes: a change of dus-sync.yaml that
 // changes how a file parses (its tenants, the default tenant) must not leave the old parses in use.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -113,6 +113,39 @@ describe('a pass after a key file was rotated', () => {
       expect(second.issues?.map((i) => [i.file.endsWith('tenants/a.yaml'), i.line])).toEqual([[true, 7]]);
       expect(second.issues?.[0]?.message).toMatch(/holds an API key/);
       expect(JSON.stringify(second)).not.toContain(rotated);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('a pass told of a file under a second path to its folder', () => {
+  it('lists everything again, as the loader reads each real folder once: no "defined twice"', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-alias-'));
+    write('dus-sync.yaml', config(['acme'], 'acme'));
+    write('tenants/acme/a.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", uncompressed_size: 1000 }\n');
+    mkdirSync(join(dir, 'tenants', 'other'));
+    symlinkSync('../acme', join(dir, 'tenants', 'other', 'acme-again'));
+    symlinkSync('../..', join(dir, 'tenants', 'acme', 'up'));
+    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock,
+    });
+    const signal = new AbortController().signal;
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.issues ?? []).toEqual([]);
+      expect(first.objects?.get('acme')?.in_sync).toBe(1);
+      write('tenants/acme/a.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", uncompressed_size: 2000 }\n');
+      // What watchers of both paths report.
+      for (const alias of ['tenants/other/acme-again/a.yaml', 'tenants/acme/up/acme/a.yaml']) {
+        const next = await pass({ reason: 'file-change', files: [join(dir, 'tenants/acme/a.yaml'), join(dir, alias)] }, signal);
+        expect(next.issues ?? []).toEqual([]);
+        expect(next.result).toBe('success');
+        expect(next.objects?.get('acme')?.drift).toBe(1);
+      }
     } finally {
       await close();
     }

@@ -521,3 +521,27 @@ describe('stop during start-up', () => {
     }
   });
 });
+
+describe('links that loop, or lead to a folder watched already', () => {
+  it('watches each real folder once: the start pass comes, and an edit is reported under one path', async () => {
+    const build = async (dir: string) => {
+      await mkdir(join(dir, 'tenants', 'acme', 'firmwares'), { recursive: true });
+      await mkdir(join(dir, 'tenants', 'globex'), { recursive: true });
+      await writeFile(join(dir, 'tenants', 'acme', 'firmwares', 'a.yaml'), 'a: 0\n');
+      await symlink('..', join(dir, 'tenants', 'acme', 'up'));
+      await symlink('../..', join(dir, 'tenants', 'acme', 'firmwares', 'up2'));
+      await symlink('../acme', join(dir, 'tenants', 'globex', 'acme-again'));
+      return join(dir, 'tenants');
+    };
+    await withWatchedTemp('dus-loop-', 50, build, async (dir, pass) => {
+      await new Promise((r) => setTimeout(r, 300));
+      const n = pass.triggers.length;
+      await writeFile(join(dir, 'tenants', 'acme', 'firmwares', 'a.yaml'), 'a: 1\n');
+      await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the edit');
+      await new Promise((r) => setTimeout(r, 300));
+      const files = pass.triggers.slice(n).flatMap((t) => t.files ?? []);
+      expect(files).toHaveLength(1);
+      expect(files[0]!.endsWith('a.yaml')).toBe(true);
+    });
+  });
+});
