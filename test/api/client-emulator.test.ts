@@ -214,7 +214,7 @@ describe('a write that would send a key', () => {
       () => acme.appendPhase(100, { name: `wave-${GLOBEX_KEY}`, trigger_on: {}, info: {} }),
       () => acme.appendPhase(100, { name: 'wave', trigger_on: {}, info: { [GLOBEX_KEY]: 1 } }),
       () => acme.putFirmware('1.3', { uncompressed_size: 1, is_deactivated: false, dependencies: [{ component_name: 'boot', min_version: ACME_KEY }] }),
-      () => acme.putFirmware(`1.3-${ACME_KEY}`, { uncompressed_size: 1 }),
+      () => acme.putFirmware(`1.3-${ACME_KEY}`, { uncompressed_size: 1, is_deactivated: false, dependencies: [] }),
     ];
     for (const attempt of refusals) {
       const err = await attempt().then(() => undefined, (e: unknown) => e);
@@ -225,6 +225,6 @@ describe('a write that would send a key', () => {
       expect((err as ApiError).message).not.toContain(GLOBEX_KEY);
     }
     expect(sent).toEqual([]);
-    expect((await acme.getAction(100)).phases.map((p) => p.name)).toEqual(['canary']);
+    expect((await acme.getAction(100))!.phases.map((p) => p.name)).toEqual(['canary']);
   });
 });
