@@ -476,7 +476,13 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       // A tenant with writes held back (paused, gated, a deny window) is not in sync with the revision.
       const heldTenants = new Set((plan.held ?? []).map((h) => h.tenant));
       const cleanTenants = tenants.filter((t) => objects.get(t)!.conflict === 0 && objects.get(t)!.error === 0 && !heldTenants.has(t));
+      const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
       if (plan.changes.length === 0) {
+        // Nothing to write, but appends an earlier pass left in doubt may have landed since:
+        // they are settled (and the journal emptied) as a clean apply run settles them.
+        if (!opts.dryRun && !config.suspend && ((await inDoubt()) ?? 0) > 0) {
+          await withApplyLock({ journalPath, log: opts.log, clock: opts.clock, signal, settleMs, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, () => Promise.resolve());
+        }
         return result({ ...base, result: outcome, synced: cleanTenants, inDoubt: await inDoubt(),
           message: problems > 0
             ? `${troubles} to fix; nothing to apply (${plan.summary.unchanged} unchanged)`
@@ -497,7 +503,6 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
           message: `drift: ${driftWords} not applied (suspend: true)${problems > 0 ? `; ${troubles}` : ''}` });
       }
       let firstPlan: Plan | undefined = plan;
-      const settleMs = opts.settleWindowMs ?? config.safety.settleWindowMs ?? DEFAULT_SETTLE_MS;
       const windows = windowGuard(config, opts.ignoreWindows, () => opts.clock.now());
       const fileChanged = fileGuard(config, files, configStamp);
       const applyOpts = {
