@@ -15,6 +15,7 @@ import { pathText, SeedProblem, useSeedFile } from './seed.js';
 import type { Seed } from './seed.js';
 import { EmulatorStore, StoreError } from './store.js';
 import { checkFirmwarePatch, checkPhase } from './validate.js';
+import { redact, registerSecret } from '../redact.js';
 
 export type { Seed, SeedTenant, SeedBundle, SeedFirmware, SeedAction, SeedPhase, SeedDependency } from './seed.js';
 export type { FaultSettings } from './faults.js';
@@ -361,7 +362,7 @@ export async function startEmulator(opts: EmulatorOptions): Promise<RunningEmula
     stats.requests += 1;
     const started = performance.now();
     handle(ctx, req, res).then(
-      (o) => logLine(opts, req, o, started),
+      (o) => logLine(opts, store, req, o, started),
       (err: unknown) => {
         send(res, 500, { detail: 'A server error occurred.' });
         opts.log?.(`${req.method} ${req.url} 500 internal error: ${(err as Error).message}`);
@@ -378,10 +379,12 @@ export async function startEmulator(opts: EmulatorOptions): Promise<RunningEmula
   };
 }
 
-function logLine(opts: EmulatorOptions, req: IncomingMessage, o: Outcome, started: number): void {
+function logLine(opts: EmulatorOptions, store: EmulatorStore, req: IncomingMessage, o: Outcome, started: number): void {
   if (!opts.log) return;
   const ms = Math.round(performance.now() - started);
-  opts.log(`${req.method} ${req.url} ${o.dropped ? `${o.status} committed, connection dropped` : o.status} ${ms}ms tenant=${o.tenant ?? '-'}`);
+  // The path and query as sent may hold a key (a client that put one in a URL): never logged.
+  for (const key of store.apiKeys()) registerSecret(key);
+  opts.log(redact(`${req.method} ${req.url} ${o.dropped ? `${o.status} committed, connection dropped` : o.status} ${ms}ms tenant=${o.tenant ?? '-'}`));
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {

@@ -237,6 +237,11 @@ export class EmulatorStore {
     return this.tenants.has(tenant);
   }
 
+  /** Every tenant's key: the request log hides them. */
+  apiKeys(): string[] {
+    return [...this.tenants.values()].map((t) => t.apiKey);
+  }
+
   /** The tenant that owns this key, comparing hashes in constant time against every key. */
   tenantForKey(key: string): string | undefined {
     const given = createHash('sha256').update(key).digest();

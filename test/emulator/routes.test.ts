@@ -26,6 +26,18 @@ describe('authentication', () => {
     expect(lines.join('\n')).not.toContain(GLOBEX.key);
     expect(lines[0]).toMatch(/^GET \/api\/v1\/firmware-bundles 200 \d+ms tenant=acme$/);
   });
+
+  it('never logs a key sent in the path or the query, as written, percent-encoded or in base64', async () => {
+    const lines: string[] = [];
+    const e = await emulator({ log: (l) => lines.push(l) });
+    await call(e.url, `/api/v1/firmware-bundles/version/${GLOBEX.key}`, { auth: ACME });
+    await call(e.url, `/api/v1/firmware-bundles?token=${encodeURIComponent(ACME.key)}&b=${Buffer.from(GLOBEX.key).toString('base64')}`, { auth: ACME });
+    expect(lines).toHaveLength(2);
+    expect(lines.join('\n')).not.toContain(GLOBEX.key);
+    expect(lines.join('\n')).not.toContain(ACME.key);
+    expect(lines.join('\n')).not.toContain(Buffer.from(GLOBEX.key).toString('base64').slice(0, 12));
+    expect(lines.join('\n')).toContain('[REDACTED]');
+  });
 });
 
 describe('the bundle list', () => {
