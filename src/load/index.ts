@@ -5,7 +5,7 @@ import { realpathSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import picomatch from 'picomatch';
-import type { Document } from 'yaml';
+import { isAlias, visit, type Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
@@ -301,7 +301,13 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   let value: unknown;
   try {
     value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-  } catch {
+  } catch (err) {
+    const unresolved = err instanceof ReferenceError ? unresolvedAlias(doc) : undefined;
+    if (unresolved !== undefined) {
+      const at = issueAt(src.file, src.lineCounter, unresolved.offset, '', '');
+      const name = JSON.stringify(unresolved.name).slice(1, -1);
+      return { document: bare, issues: [{ ...at, message: `the alias *${name} names no anchor &${name} set before it in this document (an anchor does not reach into another document); set the anchor first, or write the value out` }] };
+    }
     return fail(`the document expands too many YAML aliases (more than ${MAX_ALIAS_COUNT}); write the values out instead`);
   }
   if (!isPlainObject(value)) {
@@ -328,6 +334,21 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   const identity = refused ? undefined : sem.identity;
   const object = valid && sem.issues.length === 0 && identity ? buildObject(value, identity.tenant, source, position) : undefined;
   return { document: identity ? new IdentifiedDocument(index, source, identity, object) : bare, issues };
+}
+
+/** The first alias of the document that names no anchor set before it, and where it is. */
+function unresolvedAlias(doc: Document.Parsed): { name: string; offset: number } | undefined {
+  let found: { name: string; offset: number } | undefined;
+  visit(doc, {
+    Alias(_key, node) {
+      if (isAlias(node) && node.resolve(doc) === undefined) {
+        found = { name: node.source, offset: node.range?.[0] ?? 0 };
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
 }
 
 /**

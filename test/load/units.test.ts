@@ -161,3 +161,16 @@ describe('parseFile and assemble', () => {
     expect(desired.firmwares[0]!.spec).toEqual({ version_number: '1.0', dependencies: [{ component_name: 'b', min_version: '1' }] });
   });
 });
+
+describe('an alias that names no anchor', () => {
+  it('is named at its line, not taken for an alias bomb: a typo, and an anchor of another document', () => {
+    const typo = parseFile({ path: 'a.yaml', text: 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec:\n  version_number: "2.4.1"\n  component_name: *modme\n' }, config);
+    expect(typo.issues.map((i) => [i.line, i.column])).toEqual([[6, 19]]);
+    expect(typo.issues[0]!.message).toBe('the alias *modme names no anchor &modme set before it in this document (an anchor does not reach into another document); set the anchor first, or write the value out');
+    const across = parseFile({ path: 'a.yaml', text: 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec: &s\n  version_number: "2.4.1"\n---\napiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec: *s\n' }, config);
+    expect(across.issues.map((i) => [i.line, i.message.slice(0, 30)])).toEqual([[10, 'the alias *s names no anchor &']]);
+    // A real bomb keeps its own sentence.
+    const bomb = parseFile({ path: 'a.yaml', text: `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n  b: &b [${Array(10).fill('*a').join(', ')}]\n  c: &c [${Array(10).fill('*b').join(', ')}]\n  d: [${Array(10).fill('*c').join(', ')}]\n` }, config);
+    expect(bomb.issues[0]!.message).toMatch(/expands too many YAML aliases/);
+  });
+});
