@@ -5,7 +5,7 @@
 // file type) said it is a regular file, the open does not follow a link in the last place, and
 // it is non-blocking, so a FIFO or a link swapped in between cannot hang us or lead us out either.
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { basename, dirname, isAbsolute, relative, sep } from 'node:path';
+import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { formatSize } from '../limits.js';
 
 export interface ReadOptions {
@@ -225,7 +225,10 @@ function openInFolder(path: string, opts: ReadOptions): number {
   const folder = folderOf(path, opts.folders);
   if (folder === undefined) return openSync(path, OPEN_FLAGS);
   try {
-    if (!isInside(opts.root, folder.real)) {
+    // A file the config names outside the repository itself (a glob that climbs out with ..)
+    // is read where it is named: its folder must be that very folder, reached through no link.
+    const named = dirname(resolve(path));
+    if (!isInside(opts.root, folder.real) && !(!isInside(opts.root, named) && folder.real === named)) {
       throw new OutsideError(`this file's folder is ${printable(folder.real)}, outside the repository folder ${printable(opts.root)}: a folder on its path is a link out of the repository, or was swapped for one while it was being read; dus-sync reads only files inside it: run again once the files stop changing, or pass --follow-external-symlinks to allow links that leave it`);
     }
     return openSync(`${procPath(folder.fd)}/${basename(path)}`, OPEN_FLAGS);

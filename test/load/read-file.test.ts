@@ -46,3 +46,19 @@ describe('readRegularFile after a listing', () => {
     expect(readRegularFile(join(root, 'pipe.yaml'), { maxBytes: 1024, root, listedRegular: true })).toMatchObject({ ok: false, message: expect.stringContaining('named pipe') });
   });
 });
+
+describe('a file the config names outside the repository (a glob that climbs out with ..)', () => {
+  it('is read where it is named, but not through a link on its path', () => {
+    mkdirSync(join(dir, 'shared'), { recursive: true });
+    mkdirSync(join(dir, 'elsewhere'), { recursive: true });
+    writeFileSync(join(dir, 'shared', 'modem.yaml'), 'kind: Firmware\n');
+    writeFileSync(join(dir, 'elsewhere', 'modem.yaml'), 'kind: Elsewhere\n');
+    symlinkSync(join(dir, 'elsewhere'), join(dir, 'linked'));
+    for (const listedRegular of [false, true]) {
+      expect(answer(readRegularFile(join(root, '..', 'shared', 'modem.yaml'), { maxBytes: 1024, root, listedRegular }))).toEqual({ ok: true, text: 'kind: Firmware\n' });
+      const through = readRegularFile(join(root, '..', 'linked', 'modem.yaml'), { maxBytes: 1024, root, listedRegular });
+      expect(through.ok).toBe(false);
+      expect(!through.ok && through.message).toMatch(/outside the repository folder/);
+    }
+  });
+});
