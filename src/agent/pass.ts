@@ -480,10 +480,12 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       if (plan.changes.length === 0) {
         // Nothing to write, but appends an earlier pass left in doubt may have landed since:
         // they are settled (and the journal emptied) as a clean apply run settles them.
+        let settledApplied: PassResult['applied'] = [];
         if (!opts.dryRun && !config.suspend && ((await inDoubt()) ?? 0) > 0) {
-          await withApplyLock({ journalPath, log: opts.log, clock: opts.clock, signal, settleMs, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, () => Promise.resolve());
+          settledApplied = await withApplyLock({ journalPath, log: opts.log, clock: opts.clock, signal, settleMs, tenants, ...rev, onLockHeld: opts.onLockHeld }, api,
+            (locked) => Promise.resolve(locked.settled.appliedIn.map((tenant) => ({ tenant, kind: 'phase' as const }))));
         }
-        return result({ ...base, result: outcome, synced: cleanTenants, inDoubt: await inDoubt(),
+        return result({ ...base, result: outcome, synced: cleanTenants, inDoubt: await inDoubt(), applied: settledApplied,
           message: problems > 0
             ? `${troubles} to fix; nothing to apply (${plan.summary.unchanged} unchanged)`
             // Held back (paused, gated, outside a sync window) is not in sync: say what waits.
@@ -516,7 +518,10 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
           else view = { ...view, live: mergeLive(view.live, after) };
         },
       };
+      // Appends an earlier pass left in doubt that the journal now finds applied count as applied.
+      let settledApplied: PassResult['applied'] = [];
       const { report, fresh } = await withApplyLock({ ...applyOpts, tenants, ...rev, onLockHeld: opts.onLockHeld }, api, async (locked) => {
+        settledApplied = locked.settled.appliedIn.map((tenant) => ({ tenant, kind: 'phase' as const }));
         // The plan above told that there is drift; the one executed is made again inside the
         // lock, from reads taken after it, so that an apply that ran meanwhile is seen.
         // (The first plan is not held while this one is executed.)
@@ -533,7 +538,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       }
       for (const d of report.diverged) opts.log.error(`diverged: ${d}`);
       for (const u of report.unconverged) opts.log.warn(`not converged: ${u}`);
-      const applied = report.results.filter((r) => r.status === 'applied').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
+      const applied = [...settledApplied, ...report.results.filter((r) => r.status === 'applied').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }))];
       const failed = report.results.filter((r) => r.status === 'failed').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
       const freshProblems = fresh.conflicts.length + fresh.errors.length;
       const converged = report.diverged.length === 0 && report.unconverged.length === 0;

@@ -450,6 +450,8 @@ export interface Settled {
   readonly notApplied: number;
   /** tenant\0action id → why nothing may be appended to that action in this run. */
   readonly blocked: ReadonlyMap<string, string>;
+  /** The tenant of each append settled as applied (an earlier run could not tell): for the applied counters. */
+  readonly appliedIn: readonly string[];
 }
 
 /** An action's key: its tenant folded, as a server may take the name (`ACME` and `acme` are one tenant's). */
@@ -483,11 +485,11 @@ export async function settleJournal(
   const blocked = new Map<string, string>();
   let applied = 0;
   let notApplied = 0;
+  const appliedIn: string[] = [];
   const what = (i: Intent) => `phase ${i.index} "${i.name}" of action ${i.action_id} in ${i.tenant}`;
   const settle = async (i: Intent, outcome: 'applied' | 'not-applied', why: string): Promise<void> => {
     await journal.recordOutcome(i.id, outcome);
-    if (outcome === 'applied') applied++;
-    else notApplied++;
+    if (outcome === 'applied') { applied++; appliedIn.push(ownerOf(i) ?? i.tenant); } else notApplied++;
     log.info(redact(`journal: ${what(i)}, in doubt since ${i.at}, ${outcome === 'applied' ? 'was applied' : 'was not applied'} (${why})`));
   };
 
@@ -541,7 +543,7 @@ export async function settleJournal(
     await clock.sleep(wait, opts.signal);
     for (const i of waiting) await decide(i, await read(i, true), 'last');
   }
-  return { resolved: applied + notApplied, applied, notApplied, blocked };
+  return { resolved: applied + notApplied, applied, notApplied, blocked, appliedIn };
 
   async function decide(i: OpenIntent, r: Read, round: 'first' | 'last'): Promise<'done' | 'wait'> {
     const key = actionKey(i.tenant, i.action_id);

@@ -23,7 +23,7 @@ function write(path: string, text: string): void {
 }
 
 describe('appends left in doubt, then found live', () => {
-  it('are settled by the next pass that finds everything in sync: the journal holds no intent, none is in doubt', async () => {
+  it('are settled by the next pass that finds everything in sync: the journal holds no intent, none is in doubt, and the append counts as applied', async () => {
     const seed = { tenants: { acme: { api_key: KEY, bundles: [], actions: [{ id: 42, status: 'pending', phases: [{ name: 'canary', trigger_on: {}, info: {} }] }] } } } as unknown as Seed;
     emulator = await startEmulator({ seed, faults: { lateCommitMs: 1500 } });
     dir = mkdtempSync(join(tmpdir(), 'dus-pass-journal-'));
@@ -43,6 +43,8 @@ describe('appends left in doubt, then found live', () => {
       const second = await pass({ reason: 'interval' }, signal);
       expect(second.result).toBe('success');
       expect(second.inDoubt).toBe(0);
+      // The append the first pass could not confirm counts as applied once the journal finds it.
+      expect(second.applied).toEqual([{ tenant: 'acme', kind: 'phase' }]);
       const lines = existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter((l) => l.includes('"type":"intent"')) : [];
       expect(lines).toEqual([]);
       expect(emulator.store.getAction('acme', 42)!.phases.map((p) => p.name)).toEqual(['canary', 'wave']);
