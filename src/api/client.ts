@@ -13,7 +13,7 @@ import Agent from 'undici/lib/dispatcher/agent.js';
 import undiciRequest from 'undici/lib/api/api-request.js';
 import { ApiError, UserError } from '../errors.js';
 import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
-import { holdsWholeKey, redact, REDACTED, registerSecret } from '../redact.js';
+import { redact, REDACTED, registerSecret, textMayHoldKey } from '../redact.js';
 import { VERSION } from '../version.js';
 import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
@@ -246,7 +246,7 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
   const send = (call: Call, signal?: AbortSignal): Promise<Reply> => {
     // The last guard of "a key is never sent": the loader refuses a value that holds one, but a
     // key may come (a rotated key file) after the value was checked. Nothing is sent then.
-    if (call.method !== 'GET' && (holdsWholeKey(call.path) || (call.body !== undefined && valueHoldsKey(call.body)))) {
+    if (call.method !== 'GET' && (showsKey(call.path) || (call.body !== undefined && valueHoldsKey(call.body)))) {
       return Promise.reject(new ApiError(`${call.method} ${redact(call.path)} was not sent: what it would write holds an API key (shown as ${REDACTED}); remove the key from the desired state`, { retryable: false, outcome: 'not-sent', endpoint: redact(call.path) }));
     }
     return execute(ctx, tenant, key, limiter, call, signal);
@@ -610,11 +610,16 @@ function networkError(ctx: Context, tenant: string, call: Call, failure: Network
   });
 }
 
-/** Whether a string of the value, or a key of one of its objects, holds a whole registered key. */
+/** Whether redaction would change the text (a key, 8 or more characters of one, or an encoding of either). */
+function showsKey(text: string): boolean {
+  return textMayHoldKey(text) && redact(text) !== text;
+}
+
+/** Whether a string of the value, or a key of one of its objects, shows a key (showsKey). */
 function valueHoldsKey(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return holdsWholeKey(value);
+  if (typeof value === 'string') return showsKey(value);
   if (typeof value !== 'object' || value === null || depth > 64) return false;
   if (Array.isArray(value)) return value.some((v) => valueHoldsKey(v, depth + 1));
-  for (const [k, v] of Object.entries(value)) if (holdsWholeKey(k) || valueHoldsKey(v, depth + 1)) return true;
+  for (const [k, v] of Object.entries(value)) if (showsKey(k) || valueHoldsKey(v, depth + 1)) return true;
   return false;
 }

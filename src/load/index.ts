@@ -9,7 +9,7 @@ import { isAlias, visit, type Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
-import { anySecrets, holdsWholeKey, redact, REDACTED } from '../redact.js';
+import { anySecrets, holdsWholeKey, redact, REDACTED, textMayHoldKey } from '../redact.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
@@ -210,10 +210,12 @@ export function parseFile(file: SourceFile, config: ResolvedConfig, opts: { read
  * A valid document whose spec holds an API key known to redaction (a tenant's key pasted into a
  * phase name, a note, a file name) is refused: apply would send the key to the API, where it is
  * stored and shown to anyone who can read the tenant, while every output of dus-sync shows it as
- * [REDACTED] and nobody notices. A whole key counts (holdsWholeKey: YAML's escapes are decoded by
- * then), not any 8 characters of one, which would refuse a name sharing a word with a key. One
- * search of the sent values' strings, joined, decides for nearly every file; only on a hit is
- * each string searched, and the file parsed again for the places.
+ * [REDACTED] and nobody notices. A sent value counts when redaction would change it (any 8
+ * characters of a key, as written or encoded: what plan shows as [REDACTED] is never sent, a key
+ * cut short included); the tenant's name, sent in a header, when it holds a whole key
+ * (holdsWholeKey), so that a name sharing a word with a key stays usable. One search of the sent
+ * values' strings, joined, decides for nearly every file; only on a hit is each string searched,
+ * and the file parsed again for the places.
  */
 function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number): ParsedFile {
   if (!anySecrets()) return parsed;
@@ -223,19 +225,18 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
   for (const d of parsed.documents) {
     if (d.object === undefined) continue;
     gatherStrings(sent(d.object).value, strings);
-    // The tenant's name too: it is sent in every request's x-service-tenant header.
-    strings.push(d.object.tenant);
   }
-  if (strings.length === 0 || !holdsWholeKey(strings.join('\n'))) return parsed;
+  const tenantHolds = parsed.documents.some((d) => d.object !== undefined && holdsWholeKey(d.object.tenant));
+  if (!tenantHolds && (strings.length === 0 || !showsKey(strings.join('\n')))) return parsed;
   const found: { index: number; path: string[]; key: boolean }[] = [];
   const walk = (v: unknown, path: string[], index: number): void => {
     if (typeof v === 'string') {
-      if (holdsWholeKey(v)) found.push({ index, path, key: false });
+      if (showsKey(v)) found.push({ index, path, key: false });
     } else if (Array.isArray(v)) {
       v.forEach((x, i) => walk(x, [...path, String(i)], index));
     } else if (isPlainObject(v)) {
       for (const [k, x] of Object.entries(v)) {
-        if (holdsWholeKey(k)) found.push({ index, path: [...path, k], key: true });
+        if (showsKey(k)) found.push({ index, path: [...path, k], key: true });
         walk(x, [...path, k], index);
       }
     }
@@ -253,7 +254,7 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     const at = doc === undefined ? parsed.documents.find((d) => d.index === index)!.source : yamlPosition(src, doc)(path, key);
     return {
       ...at, pointer: redact(`/${path.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`),
-      message: `${redact(path.join('.'))}${key ? ' (the field name)' : ''} holds an API key (shown as ${REDACTED}), which dus-sync would send to the API, where anyone who can read the tenant sees it: remove the key from this value, and rotate it if this file was ever pushed`,
+      message: `${redact(path.join('.'))}${key ? ' (the field name)' : ''} holds an API key or part of one (shown as ${REDACTED}), which dus-sync would send to the API, where anyone who can read the tenant sees it: remove the key from this value, and rotate it if this file was ever pushed`,
     };
   });
   // Nothing of such a document is desired state: the file is invalid, as with any other issue.
@@ -263,6 +264,11 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     documents: parsed.documents.map((d) => (bad.has(d.index) ? (d.identity ? new IdentifiedDocument(d.index, d.source, d.identity, undefined) : { index: d.index, source: d.source }) : d)),
     issues: sortIssues([...parsed.issues, ...issues]),
   };
+}
+
+/** Whether redaction would change the text: it holds a key, 8 or more characters of one, or an encoding of either. */
+function showsKey(text: string): boolean {
+  return textMayHoldKey(text) && redact(text) !== text;
 }
 
 /** Every string of a parsed value, and every field name, into `into`. */

@@ -53,9 +53,19 @@ describe('a key in a value apply would send', () => {
     expect(r.issues).toEqual([expect.stringContaining('8:13 /spec/phases/1/name')]);
   });
 
-  it('a value that shares 8 characters with a key, but is not the key, is no issue (a tenant "fallback", a key "…-fallback-…")', () => {
+  it('a key cut short, or percent-encoded, in a sent value: an issue (every output shows it [REDACTED], so it is never sent)', () => {
+    registerSecret(KEY);
+    for (const name of [KEY.slice(1), `w-${KEY.slice(0, 12)}`, 'k3y-0123%34%35%36789abcdef']) {
+      const r = issues(action(`name: "${name}"`));
+      expect(r.issues).toEqual([expect.stringContaining('8:13 /spec/phases/1/name spec.phases.1.name holds an API key or part of one')]);
+      expect(r.objects).toBe(0);
+    }
+  });
+
+  it('a tenant that shares 8 characters with a key, but is not the key, is no issue (a tenant "fallback", a key "…-fallback-…"); a sent value that does is', () => {
     registerSecret('dus-api-key-fallback-777888999');
-    expect(issues(action('name: fallback-wave'))).toEqual({ issues: [], objects: 1 });
+    // Shown as "[REDACTED]-wave" in every output: refused, as a reviewer could not see what is sent.
+    expect(issues(action('name: fallback-wave')).issues).toEqual([expect.stringContaining('8:13 /spec/phases/1/name spec.phases.1.name holds an API key or part of one')]);
     const parsed = parseFile({ path: 'a.yaml', text: 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: fallback }\nspec:\n  id: 7\n  phases:\n    - name: w\n' }, { ...config, tenants: { fallback: {} } });
     expect(parsed.issues).toEqual([]);
   });
