@@ -38,6 +38,12 @@ export function scanNodes(src: YamlSource, doc: Document.Parsed): ConfigIssue[] 
       for (const pair of node.items) {
         if (!isPair(pair)) continue;
         const keyNode = pair.key as Node | null;
+        if (isAlias(keyNode)) {
+          // yaml's duplicate-key check does not see through an alias: `*k : x` beside the key &k
+          // names would set that key twice, and a reviewer reads the first.
+          issues.push(issueAt(src.file, src.lineCounter, offsetOf(keyNode), toPointer(path), `an alias (*${keyNode.source}) is used as a key, which hides which key is set; write the key out instead`));
+          continue;
+        }
         const key = isScalar(keyNode) ? String(keyNode.value) : '';
         const here = [...path, key];
         if (FORBIDDEN_KEYS.has(key) && keyNode) {

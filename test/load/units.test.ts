@@ -174,3 +174,11 @@ describe('an alias that names no anchor', () => {
     expect(bomb.issues[0]!.message).toMatch(/expands too many YAML aliases/);
   });
 });
+
+describe('an alias used as a key', () => {
+  it('is an issue at its line: yaml does not see a key set twice through one', () => {
+    const parsed = parseFile({ path: 'a.yaml', text: 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec: { &k version_number: "2.4.0", component_name: modem, is_deactivated: true, *k : "2.3.9" }\n' }, config);
+    expect(parsed.documents.filter((d) => d.object)).toEqual([]);
+    expect(parsed.issues.map((i) => [i.line, i.message])).toEqual([[4, 'an alias (*k) is used as a key, which hides which key is set; write the key out instead']]);
+  });
+});
