@@ -322,7 +322,11 @@ function parseDocument(src: YamlSource, doc: Document.Parsed, index: number, con
   if (!('apiVersion' in value)) {
     return fail('this document has no "apiVersion: dus-sync/v1", so it is not a dus-sync document; add it, or keep this file out of the resources (see "resources" in dus-sync.yaml)');
   }
-  if (value.apiVersion === 'dus-sync/v1' && value.kind === 'Config') return fail(anotherConfig(config, path, src.file));
+  if (value.apiVersion === 'dus-sync/v1' && value.kind === 'Config') {
+    // The config in use met again through a link (tenants/acme/root -> ../..): not a document.
+    if (isConfigInUse(config, path)) return { document: bare, issues: [] };
+    return fail(anotherConfig(config, path, src.file));
+  }
 
   const scanned = scanNodes(src, doc);
   const refused = scanned.some((i) => i.message.startsWith('the key "'));
@@ -355,6 +359,16 @@ function unresolvedAlias(doc: Document.Parsed): { name: string; offset: number }
     },
   });
   return found;
+}
+
+/** Whether the file at `path` is the config in use, reached through a link. */
+function isConfigInUse(config: ResolvedConfig, path: string): boolean {
+  if (!config.file) return false;
+  try {
+    return realpathSync(join(config.dir, path)) === realpathSync(config.file);
+  } catch {
+    return false;
+  }
 }
 
 /**

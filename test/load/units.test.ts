@@ -1,4 +1,7 @@
 // The building blocks: position mapping, did-you-mean, the YAML guards, parseFile purity.
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { didYouMean, editDistance } from '../../src/load/did-you-mean.js';
 import { assemble, loadDocuments, parseFile } from '../../src/load/index.js';
@@ -180,5 +183,25 @@ describe('an alias used as a key', () => {
     const parsed = parseFile({ path: 'a.yaml', text: 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec: { &k version_number: "2.4.0", component_name: modem, is_deactivated: true, *k : "2.3.9" }\n' }, config);
     expect(parsed.documents.filter((d) => d.object)).toEqual([]);
     expect(parsed.issues.map((i) => [i.line, i.message])).toEqual([[4, 'an alias (*k) is used as a key, which hides which key is set; write the key out instead']]);
+  });
+});
+
+describe('the config in use met through a link among the resources', () => {
+  it('is not a document (a link to the repository root), while another config is still an error', () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'dus-cfg-link-')));
+    try {
+      const text = 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\n';
+      writeFileSync(join(dir, 'dus-sync.yaml'), text);
+      mkdirSync(join(dir, 'tenants', 'acme'), { recursive: true });
+      symlinkSync('../..', join(dir, 'tenants', 'acme', 'root'));
+      writeFileSync(join(dir, 'tenants', 'other.yaml'), text);
+      const inUse = { ...config, dir, file: join(dir, 'dus-sync.yaml') };
+      const viaLink = parseFile({ path: 'tenants/acme/root/dus-sync.yaml', text }, inUse);
+      expect([viaLink.issues, viaLink.documents.filter((d) => d.object)]).toEqual([[], []]);
+      const other = parseFile({ path: 'tenants/other.yaml', text }, inUse);
+      expect(other.issues.map((i) => i.message.slice(0, 60))).toEqual(['this is a dus-sync config (kind: Config), not a desired-stat']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
