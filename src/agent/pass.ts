@@ -539,7 +539,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       for (const d of report.diverged) opts.log.error(`diverged: ${d}`);
       for (const u of report.unconverged) opts.log.warn(`not converged: ${u}`);
       const applied = [...settledApplied, ...report.results.filter((r) => r.status === 'applied').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }))];
-      const failed = report.results.filter((r) => r.status === 'failed').map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
+      // An append in doubt is counted once its fate is known: applied when the journal finds it, or by the run that sends it again.
+      const failed = report.results.filter((r) => r.status === 'failed' && r.inDoubt !== true).map((r) => ({ tenant: r.change.tenant, kind: r.change.kind }));
       const freshProblems = fresh.conflicts.length + fresh.errors.length;
       const converged = report.diverged.length === 0 && report.unconverged.length === 0;
       // A tenant is in sync at this revision when the plan made inside the lock found no problem

@@ -78,6 +78,8 @@ interface Outcome {
   readonly diverged?: string;
   /** Stop the rest of this chain (later phases of the action), with this reason. */
   readonly stopChain?: string;
+  /** The journal keeps the append in doubt (ChangeResult.inDoubt). */
+  readonly inDoubt?: true;
   /** The lock was taken over: no further write of this run may be sent. */
   readonly lockLost?: string;
 }
@@ -234,7 +236,7 @@ async function runChain(chain: Chain, run: Run): Promise<void> {
       if (outcome.stopChain !== undefined) stop = outcome.stopChain;
       else if (outcome.status === 'failed') stop = `skipped because ${describe(change)} did not apply`;
     }
-    finish(run, { change, status: outcome.status, ...(outcome.message !== undefined ? { message: outcome.message } : {}), durationMs: Math.max(0, run.deps.clock.now() - started) });
+    finish(run, { change, status: outcome.status, ...(outcome.message !== undefined ? { message: outcome.message } : {}), ...(outcome.inDoubt === true ? { inDoubt: true as const } : {}), durationMs: Math.max(0, run.deps.clock.now() - started) });
   }
 }
 
@@ -523,7 +525,7 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedCha
             const late = await shownStored(c, again, err.status, intent.id, expected, deps);
             if (late !== undefined) return late;
             if (again === null) {
-              return { status: 'failed', message: `the API answered 429 and action ${c.action_id} could not be read back; it is not sent again now, and the next run settles it from the journal`, stopChain: `skipped because the outcome of appending phase ${c.index} is unknown` };
+              return { status: 'failed', message: `the API answered 429 and action ${c.action_id} could not be read back; it is not sent again now, and the next run settles it from the journal`, stopChain: `skipped because the outcome of appending phase ${c.index} is unknown`, inDoubt: true };
             }
             await deps.journal.recordOutcome(intent.id, 'not-applied');
             lastRefusal = err;
@@ -534,6 +536,7 @@ async function applyPhase(c: PhaseChange, deps: ExecutorDeps, chain: PreparedCha
             status: 'failed',
             message: `the API refused the append: ${sentence(err)}; it is not sent again in this run, and a later run sends it only after reads have shown it absent for ${settle} s (a server may store an append and still answer ${err.status})`,
             stopChain: `skipped because the API refused phase ${k}`,
+            inDoubt: true,
           };
         }
         await deps.journal.recordOutcome(intent.id, 'not-applied');
@@ -582,7 +585,7 @@ async function unknownOutcome(c: PhaseChange, err: unknown, intentId: string, ex
     try {
       action = await readWithRetry(() => tc.getAction(c.action_id), deps);
     } catch (readErr) {
-      return { status: 'failed', message: `the outcome of the append is unknown and action ${c.action_id} could not be read back (${sentence(readErr)}); it is not sent again now, and the next run settles it from the journal` };
+      return { status: 'failed', message: `the outcome of the append is unknown and action ${c.action_id} could not be read back (${sentence(readErr)}); it is not sent again now, and the next run settles it from the journal`, inDoubt: true };
     }
     if (action === null) break;
     const live = action.phases.map(normalizePhase);
@@ -601,6 +604,7 @@ async function unknownOutcome(c: PhaseChange, err: unknown, intentId: string, ex
     status: 'failed',
     message: `the outcome of the append is unknown (${sentence(err)}) and reads do not show it; it is not sent again in this run: a later run sends it only after reads have shown it absent for ${settle} s (the settle window)`,
     stopChain: stop,
+    inDoubt: true,
   };
 }
 

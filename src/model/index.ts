@@ -304,6 +304,8 @@ export interface ChangeResult {
   /** One sentence; never holds a key. */
   readonly message?: string;
   readonly durationMs: number;
+  /** A failed append whose outcome is not known yet: the journal keeps it, and a later run settles it (applied, or sent again). */
+  readonly inDoubt?: true;
 }
 
 export interface ApplyReport {
