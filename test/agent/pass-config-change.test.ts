@@ -90,7 +90,7 @@ describe('a pass after a folder went away', () => {
 
 describe('a pass after a key file was rotated', () => {
   it('checks every kept file again for the new key: a value that now holds it is an issue at its line, and nothing is planned', async () => {
-    const rotated = 'pass-cfg-rotated-key-beta-9876543210';
+    const rotated = 'Zq81rotatedTok3nXy77';
     emulator = await startEmulator({ seed });
     dir = mkdtempSync(join(tmpdir(), 'dus-pass-rot-'));
     write('dus-sync.yaml', `apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n  beta: { api_key_file: ${join(dir, 'beta.key')} }\n`);
