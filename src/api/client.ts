@@ -245,8 +245,10 @@ function identityGuard(tenant: string, expectedTenantId: string) {
 function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLimiter, tenantId: string): TenantClient {
   const send = (call: Call, signal?: AbortSignal): Promise<Reply> => {
     // The last guard of "a key is never sent": the loader refuses a value that holds one, but a
-    // key may come (a rotated key file) after the value was checked. Nothing is sent then.
-    if (call.method !== 'GET' && (showsKey(call.path) || (call.body !== undefined && valueHoldsKey(call.body)))) {
+    // key may come (a rotated key file) after the value was checked. Nothing is sent then. A
+    // phase's body is all from the YAML; a firmware's PUT also carries live fields written back
+    // unchanged (what the server holds already), so only its path is checked here.
+    if (call.method !== 'GET' && (showsKey(call.path) || (call.method === 'POST' && call.body !== undefined && valueHoldsKey(call.body)))) {
       return Promise.reject(new ApiError(`${call.method} ${redact(call.path)} was not sent: what it would write holds an API key (shown as ${REDACTED}); remove the key from the desired state`, { retryable: false, outcome: 'not-sent', endpoint: redact(call.path) }));
     }
     return execute(ctx, tenant, key, limiter, call, signal);

@@ -43,7 +43,7 @@ describe('a key typed into a desired-state file', () => {
       });
       const out = `${r.stdout}\n${r.stderr}`;
       expect(r.status, `${args.join(' ')}: ${out}`).toBe(1);
-      expect(out).toContain('tenants/a.yaml:7:13: spec.phases.0.name holds an API key (shown as [REDACTED])');
+      expect(out).toContain('tenants/a.yaml:7:13: spec.phases.0.name holds an API key or part of one (shown as [REDACTED])');
       expectNoKey(out, args.join(' '));
     }
   });
