@@ -1,6 +1,7 @@
-// The watch pass keeps the parse of every file between passes: a change of dus-sync.yaml that
-// changes how a file parses (its tenants, the default tenant) must not leave the old parses in use.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+// The watch pass keeps the parse of every file between passes: a change of dus-sync.yaml, a
+// rotated key or a second path to a folder must not leave old parses in use; and the journal it
+// keeps must be settled once appends left in doubt are live.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -31,6 +32,15 @@ function write(path: string, text: string): void {
 
 const config = (tenants: string[], defaultTenant: string) => `apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: ${defaultTenant}\ntenants:\n${tenants.map((t) => `  ${t}: { api_key_env: DUS_API_KEY_${t.toUpperCase()} }\n`).join('')}`;
 
+const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
+/** A dry-run pass over `dir` against the emulator, with acme's key (and `env`). */
+function dryPass(env: Record<string, string> = {}, log = memoryLogger()) {
+  return createReconcilePass({
+    cwd: dir!, env: { DUS_BASE_URL: emulator!.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir!, ...env }, filter: {}, dryRun: true,
+    concurrency: 2, journal: join(dir!, 'state', 'j.jsonl'), log, clock,
+  });
+}
+
 describe('a pass after dus-sync.yaml changed', () => {
   it('parses the files again: a tenant added to the config, and a new default tenant, are seen without touching the files', async () => {
     emulator = await startEmulator({ seed });
@@ -39,11 +49,7 @@ describe('a pass after dus-sync.yaml changed', () => {
     write('tenants/beta.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: beta }\nspec: { version_number: "2.4.1", uncompressed_size: 1000 }\n');
     write('tenants/default.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { labels: { team: a } }\nspec: { version_number: "2.5.0", uncompressed_size: 1000 }\n');
     const log = memoryLogger();
-    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
-    const { pass, close } = createReconcilePass({
-      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, DUS_API_KEY_BETA: KEY_B, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log, clock,
-    });
+    const { pass, close } = dryPass({ DUS_API_KEY_BETA: KEY_B }, log);
     const signal = new AbortController().signal;
     try {
       const first = await pass({ reason: 'start' }, signal);
@@ -70,11 +76,7 @@ describe('a pass after a folder went away', () => {
     write('dus-sync.yaml', config(['acme'], 'acme'));
     write('tenants/a.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", uncompressed_size: 1000 }\n');
     write('tenants/more.yaml/b.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.5.0", uncompressed_size: 1000 }\n');
-    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
-    const { pass, close } = createReconcilePass({
-      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock,
-    });
+    const { pass, close } = dryPass();
     const signal = new AbortController().signal;
     try {
       const first = await pass({ reason: 'start' }, signal);
@@ -96,11 +98,7 @@ describe('a pass after a key file was rotated', () => {
     write('dus-sync.yaml', `apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n  beta: { api_key_file: ${join(dir, 'beta.key')} }\n`);
     write('beta.key', `${KEY_B}\n`);
     write('tenants/a.yaml', `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec:\n  version_number: "2.4.1"\n  uncompressed_size: 1000\n  dependencies: [{ component_name: boot, min_version: "${rotated}" }]\n`);
-    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
-    const { pass, close } = createReconcilePass({
-      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock,
-    });
+    const { pass, close } = dryPass();
     const signal = new AbortController().signal;
     try {
       const first = await pass({ reason: 'start' }, signal);
@@ -128,11 +126,7 @@ describe('a pass told of a file under a second path to its folder', () => {
     mkdirSync(join(dir, 'tenants', 'other'));
     symlinkSync('../acme', join(dir, 'tenants', 'other', 'acme-again'));
     symlinkSync('../..', join(dir, 'tenants', 'acme', 'up'));
-    const clock = { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() };
-    const { pass, close } = createReconcilePass({
-      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: true,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock,
-    });
+    const { pass, close } = dryPass();
     const signal = new AbortController().signal;
     try {
       const first = await pass({ reason: 'start' }, signal);
@@ -146,6 +140,40 @@ describe('a pass told of a file under a second path to its folder', () => {
         expect(next.result).toBe('success');
         expect(next.objects?.get('acme')?.drift).toBe(1);
       }
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('appends left in doubt, then found live', () => {
+  it('are settled by the next pass that finds everything in sync: the journal holds no intent, none is in doubt, and the append counts as applied', async () => {
+    const seedDoubt = { tenants: { acme: { api_key: KEY_A, bundles: [], actions: [{ id: 42, status: 'pending', phases: [{ name: 'canary', trigger_on: {}, info: {} }] }] } } } as unknown as Seed;
+    emulator = await startEmulator({ seed: seedDoubt, faults: { lateCommitMs: 1500 } });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-journal-'));
+    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
+    write('tenants/a.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary, trigger_on: {}, info: {} }\n    - { name: wave, trigger_on: {}, info: {} }\n');
+    const journal = join(dir, 'state', 'j.jsonl');
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
+      concurrency: 2, journal, settleWindowMs: 3000, log: memoryLogger(), clock: { now: () => Date.now(), sleep: (ms: number) => new Promise((r) => setTimeout(r, ms)) },
+    });
+    const signal = new AbortController().signal;
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.result).toBe('partial-failure');
+      expect(first.inDoubt).toBe(1);
+      // Not counted as failed: its fate is not known yet (counted once, as applied, below).
+      expect(first.failed).toEqual([]);
+      await new Promise((r) => setTimeout(r, 1700));
+      const second = await pass({ reason: 'interval' }, signal);
+      expect(second.result).toBe('success');
+      expect(second.inDoubt).toBe(0);
+      // The append the first pass could not confirm counts as applied once the journal finds it.
+      expect(second.applied).toEqual([{ tenant: 'acme', kind: 'phase' }]);
+      const lines = existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter((l) => l.includes('"type":"intent"')) : [];
+      expect(lines).toEqual([]);
+      expect(emulator.store.getAction('acme', 42)!.phases.map((p) => p.name)).toEqual(['canary', 'wave']);
     } finally {
       await close();
     }
