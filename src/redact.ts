@@ -111,6 +111,11 @@ export function textMayHoldKey(text: string): boolean {
   return ESCAPE_START.test(text) || containsSecret(text);
 }
 
+/** Whether redaction would change the text: it holds a key, 8 or more characters of one, or an encoding of either. */
+export function showsKey(text: string): boolean {
+  return textMayHoldKey(text) && redact(text) !== text;
+}
+
 /**
  * Whether no string of the value (nor any object or Map key) holds a key, decided by one search
  * over all of them as one text, one per line, as walk would read them: without a character

@@ -13,7 +13,7 @@ import Agent from 'undici/lib/dispatcher/agent.js';
 import undiciRequest from 'undici/lib/api/api-request.js';
 import { ApiError, UserError } from '../errors.js';
 import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
-import { redact, REDACTED, registerSecret, textMayHoldKey } from '../redact.js';
+import { redact, redactDeep, REDACTED, registerSecret, showsKey } from '../redact.js';
 import { VERSION } from '../version.js';
 import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
@@ -248,7 +248,7 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
     // key may come (a rotated key file) after the value was checked. Nothing is sent then. A
     // phase's body is all from the YAML; a firmware's PUT also carries live fields written back
     // unchanged (what the server holds already), so only its path is checked here.
-    if (call.method !== 'GET' && (showsKey(call.path) || (call.method === 'POST' && call.body !== undefined && valueHoldsKey(call.body)))) {
+    if (call.method !== 'GET' && (showsKey(call.path) || (call.method === 'POST' && call.body !== undefined && redactDeep(call.body) !== call.body))) {
       return Promise.reject(new ApiError(`${call.method} ${redact(call.path)} was not sent: what it would write holds an API key (shown as ${REDACTED}); remove the key from the desired state`, { retryable: false, outcome: 'not-sent', endpoint: redact(call.path) }));
     }
     return execute(ctx, tenant, key, limiter, call, signal);
@@ -610,18 +610,4 @@ function networkError(ctx: Context, tenant: string, call: Call, failure: Network
     retryable: failure.retryable,
     endpoint,
   });
-}
-
-/** Whether redaction would change the text (a key, 8 or more characters of one, or an encoding of either). */
-function showsKey(text: string): boolean {
-  return textMayHoldKey(text) && redact(text) !== text;
-}
-
-/** Whether a string of the value, or a key of one of its objects, shows a key (showsKey). */
-function valueHoldsKey(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return showsKey(value);
-  if (typeof value !== 'object' || value === null || depth > 64) return false;
-  if (Array.isArray(value)) return value.some((v) => valueHoldsKey(v, depth + 1));
-  for (const [k, v] of Object.entries(value)) if (showsKey(k) || valueHoldsKey(v, depth + 1)) return true;
-  return false;
 }

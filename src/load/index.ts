@@ -9,7 +9,7 @@ import { isAlias, visit, type Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
 import { MAX_FILE_SIZE } from '../limits.js';
-import { anySecrets, holdsWholeKey, redact, REDACTED, textMayHoldKey } from '../redact.js';
+import { anySecrets, holdsWholeKey, redact, REDACTED, showsKey } from '../redact.js';
 import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadPolicy, ResolvedConfig, SourceLocation } from '../model/index.js';
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
@@ -264,11 +264,6 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     documents: parsed.documents.map((d) => (bad.has(d.index) ? (d.identity ? new IdentifiedDocument(d.index, d.source, d.identity, undefined) : { index: d.index, source: d.source }) : d)),
     issues: sortIssues([...parsed.issues, ...issues]),
   };
-}
-
-/** Whether redaction would change the text: it holds a key, 8 or more characters of one, or an encoding of either. */
-function showsKey(text: string): boolean {
-  return textMayHoldKey(text) && redact(text) !== text;
 }
 
 /** Every string of a parsed value, and every field name, into `into`. */
