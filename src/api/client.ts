@@ -13,7 +13,7 @@ import Agent from 'undici/lib/dispatcher/agent.js';
 import undiciRequest from 'undici/lib/api/api-request.js';
 import { ApiError, UserError } from '../errors.js';
 import type { Action, Clock, FirmwareBundle, FirmwareBundleList, FirmwareUpdate, Logger, PhaseSpec } from '../model/index.js';
-import { redact, redactDeep, REDACTED, registerSecret, showsKey } from '../redact.js';
+import { redact, REDACTED, registerSecret, showsKey } from '../redact.js';
 import { VERSION } from '../version.js';
 import { cutText, httpError, malformedError } from './errors.js';
 import { AimdLimiter } from './limiter.js';
@@ -247,8 +247,9 @@ function tenantClient(ctx: Context, tenant: string, key: string, limiter: AimdLi
     // The last guard of "a key is never sent": the loader refuses a value that holds one, but a
     // key may come (a rotated key file) after the value was checked. Nothing is sent then. A
     // phase's body is all from the YAML; a firmware's PUT also carries live fields written back
-    // unchanged (what the server holds already), so only its path is checked here.
-    if (call.method !== 'GET' && (showsKey(call.path) || (call.method === 'POST' && call.body !== undefined && redactDeep(call.body) !== call.body))) {
+    // unchanged (what the server holds already), so only its path is checked here. The body is
+    // checked as the text sent, so that a number of a key's digits counts as well as a string.
+    if (call.method !== 'GET' && (showsKey(call.path) || (call.method === 'POST' && call.body !== undefined && showsKey(JSON.stringify(call.body))))) {
       return Promise.reject(new ApiError(`${call.method} ${redact(call.path)} was not sent: what it would write holds an API key (shown as ${REDACTED}); remove the key from the desired state`, { retryable: false, outcome: 'not-sent', endpoint: redact(call.path) }));
     }
     return execute(ctx, tenant, key, limiter, call, signal);

@@ -213,7 +213,8 @@ export function parseFile(file: SourceFile, config: ResolvedConfig, opts: { read
  * [REDACTED] and nobody notices. A sent value counts when redaction would change it (any 8
  * characters of a key, as written or encoded: what plan shows as [REDACTED] is never sent, a key
  * cut short included); the tenant's name, sent in a header, when it holds a whole key
- * (holdsWholeKey), so that a name sharing a word with a key stays usable. One search of the sent
+ * (holdsWholeKey), so that a name sharing a word with a key stays usable. A number counts as
+ * the digits JSON sends. One search of the sent
  * values' strings, joined, decides for nearly every file; only on a hit is each string searched,
  * and the file parsed again for the places.
  */
@@ -230,8 +231,8 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
   if (!tenantHolds && (strings.length === 0 || !showsKey(strings.join('\n')))) return parsed;
   const found: { index: number; path: string[]; key: boolean }[] = [];
   const walk = (v: unknown, path: string[], index: number): void => {
-    if (typeof v === 'string') {
-      if (showsKey(v)) found.push({ index, path, key: false });
+    if (typeof v === 'string' || typeof v === 'number') {
+      if (showsKey(String(v))) found.push({ index, path, key: false });
     } else if (Array.isArray(v)) {
       v.forEach((x, i) => walk(x, [...path, String(i)], index));
     } else if (isPlainObject(v)) {
@@ -266,9 +267,13 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
   };
 }
 
-/** Every string of a parsed value, and every field name, into `into`. */
+/**
+ * Every string of a parsed value, every field name, and every number as the text it is sent as
+ * (a key of digits, or 8 digits of one, written as a YAML number is sent as those digits), into `into`.
+ */
 function gatherStrings(v: unknown, into: string[]): void {
   if (typeof v === 'string') into.push(v);
+  else if (typeof v === 'number') into.push(String(v));
   else if (Array.isArray(v)) for (const x of v) gatherStrings(x, into);
   else if (isPlainObject(v)) {
     for (const k in v) {

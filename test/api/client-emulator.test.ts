@@ -8,9 +8,11 @@ import { fetchLive } from '../../src/api/fetch-live.js';
 import { startEmulator, type RunningEmulator, type Seed } from '../../src/emulator/index.js';
 import { ApiError } from '../../src/errors.js';
 import type { DesiredAction, DesiredFirmware, DesiredState, LiveState } from '../../src/model/index.js';
+import { clearSecretsForTests, registerSecret } from '../../src/redact.js';
 
 const ACME_KEY = 'dev-key-acme-5f1c9a';
 const GLOBEX_KEY = 'dev-key-globex-77aa01';
+const DIGITS_KEY = '8675309123';
 const ODD = ['1.0/../x', 'a b', 'ü', '#1'];
 
 function seed(): Seed {
@@ -205,10 +207,13 @@ describe('client against the emulator', () => {
 });
 
 describe('a write that would send a key', () => {
-  it('is not sent: a phase name, an info key or a version number that holds a registered key (whole, cut short or encoded) is refused before any request (a PUT body carries live fields back unchanged, and the loader checks its desired ones)', async () => {
+  it('is not sent: a phase name, an info key, a number or a version number that holds a registered key (whole, cut short or encoded) is refused before any request (a PUT body carries live fields back unchanged, and the loader checks its desired ones)', async () => {
     const emu = await emulator();
     const sent: RequestEvent[] = [];
     const c = client(emu.url, { onRequest: (e) => sent.push(e) });
+    // Keys of digits, and with a run of 8 digits, as a tenant's key file may hold.
+    registerSecret(DIGITS_KEY);
+    registerSecret('globex-20240611-prod');
     const acme = c.tenant('acme');
     const refusals = [
       () => acme.appendPhase(100, { name: `wave-${GLOBEX_KEY}`, trigger_on: {}, info: {} }),
@@ -217,6 +222,9 @@ describe('a write that would send a key', () => {
       () => acme.appendPhase(100, { name: GLOBEX_KEY.slice(2), trigger_on: {}, info: {} }),
       () => acme.appendPhase(100, { name: encodeURIComponent(GLOBEX_KEY).replace(/-/g, '%2D'), trigger_on: {}, info: {} }),
       () => acme.putFirmware(`1.3-${ACME_KEY}`, { uncompressed_size: 1, is_deactivated: false, dependencies: [] }),
+      // A number is sent as its digits: 8 digits of a key written as a YAML number are the key's.
+      () => acme.appendPhase(100, { name: 'wave', trigger_on: { after_minutes: Number(DIGITS_KEY) }, info: {} }),
+      () => acme.appendPhase(100, { name: 'wave', trigger_on: {}, info: { build: 20240611 } }),
     ];
     for (const attempt of refusals) {
       const err = await attempt().then(() => undefined, (e: unknown) => e);
@@ -228,5 +236,6 @@ describe('a write that would send a key', () => {
     }
     expect(sent).toEqual([]);
     expect((await acme.getAction(100))!.phases.map((p) => p.name)).toEqual(['canary']);
+    clearSecretsForTests();
   });
 });

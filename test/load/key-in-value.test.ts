@@ -46,6 +46,16 @@ describe('a key in a value apply would send', () => {
     expect(parsed.issues[0]!.message).toContain('metadata.tenant holds an API key');
   });
 
+  it('a key of digits, or 8 digits of one, written as a YAML number (sent as those digits): an issue there', () => {
+    registerSecret('8675309123');
+    registerSecret('globex-20240611-prod');
+    expect(issues(firmware('uncompressed_size: 8675309123'))).toEqual({ issues: [expect.stringContaining('7:22 /spec/uncompressed_size spec.uncompressed_size holds an API key')], objects: 0 });
+    expect(issues(action('name: w2\n      trigger_on: { after_minutes: 8675309123 }')).issues).toEqual([expect.stringContaining('9:36 /spec/phases/1/trigger_on/after_minutes')]);
+    expect(issues(action('name: w2\n      info: { build: 20240611 }')).issues).toEqual([expect.stringContaining('9:22 /spec/phases/1/info/build')]);
+    // Other numbers are no issue.
+    expect(issues(firmware('uncompressed_size: 8675309'))).toEqual({ issues: [], objects: 1 });
+  });
+
   it('a key spelt with a single-quoted quote', () => {
     const odd = "k3y'0123456789abcdef";
     registerSecret(odd);
