@@ -2,7 +2,7 @@
 // every request, retries for what can succeed on retry, AIMD concurrency per tenant,
 // DRF pagination that never leaves the base URL's origin, every answer bounded in size and
 // time, and every answer validated.
-import { readFileSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
@@ -206,12 +206,32 @@ function trustedCas(caFile: string): string[] {
   return [...rootCertificates, ...extra, pem];
 }
 
+/** A CA bundle is some hundreds of KiB (the system's is about 200 KiB); more is not one. */
+const MAX_CA_FILE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The PEM text of a CA file. Only a regular file is read: /dev/zero would be read without end and
+ * a named pipe would wait for a writer for ever (opened without blocking, then checked by fstat).
+ */
 function readPem(file: string, what: string): string {
   let text: string;
+  let fd: number | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    fd = openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0));
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isCharacterDevice() ? 'a character device' : st.isSocket() ? 'a socket' : 'a special file';
+      throw new UserError(`the CA file ${file} (${what}) is ${kind}, not a regular file: name a PEM file of CA certificates`);
+    }
+    if (st.size > MAX_CA_FILE_BYTES) {
+      throw new UserError(`the CA file ${file} (${what}) is ${formatSize(st.size)}, larger than the ${formatSize(MAX_CA_FILE_BYTES)} a CA bundle could be: name a PEM file of CA certificates`);
+    }
+    text = readFileSync(fd, 'utf8');
   } catch (err) {
+    if (err instanceof UserError) throw err;
     throw new UserError(`cannot read the CA file ${file} (${what}): ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
   if (!text.includes('-----BEGIN CERTIFICATE-----')) {
     throw new UserError(`the CA file ${file} (${what}) holds no PEM certificate: it must contain -----BEGIN CERTIFICATE-----`);

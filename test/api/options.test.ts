@@ -1,5 +1,6 @@
 // Client options that fail before any request: CA files, aborts.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,6 +22,21 @@ describe('caFile', () => {
     const file = join(dir, 'missing.pem');
     expect(() => createApiClient({ baseUrl: BASE, keys: new Map(), caFile: file })).toThrow(UserError);
     expect(() => createApiClient({ baseUrl: BASE, keys: new Map(), caFile: file })).toThrow(`cannot read the CA file ${file} (--ca-file): ENOENT`);
+  });
+
+  it('a CA file that is not a regular file is one sentence at once, not an endless read or a wait (/dev/zero, a FIFO, a folder)', () => {
+    const fifo = join(dir, 'ca.fifo');
+    execFileSync('mkfifo', [fifo]);
+    for (const [file, kind] of [['/dev/zero', 'a character device'], [fifo, 'a named pipe (FIFO)'], [dir, 'a folder']] as const) {
+      expect(() => createApiClient({ baseUrl: BASE, keys: new Map(), caFile: file })).toThrow(`the CA file ${file} (--ca-file) is ${kind}, not a regular file: name a PEM file of CA certificates`);
+    }
+  });
+
+  it('a CA file larger than any CA bundle (16 MiB) is refused before it is read', () => {
+    const file = join(dir, 'huge.pem');
+    writeFileSync(file, '');
+    truncateSync(file, 17 * 1024 * 1024);
+    expect(() => createApiClient({ baseUrl: BASE, keys: new Map(), caFile: file })).toThrow(`the CA file ${file} (--ca-file) is 17 MiB, larger than the 16 MiB a CA bundle could be`);
   });
 
   it('a CA file without a PEM certificate is a UserError', () => {
