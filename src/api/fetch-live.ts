@@ -163,8 +163,12 @@ interface Accumulated {
   readonly record: { -readonly [K in keyof LiveFirmware]: LiveFirmware[K] };
   /** Kept only as one of its component's highest versions: dropped when higher ones come. */
   top?: boolean;
-  /** The first BUNDLES_KEPT_PER_RECORD bundle versions in sorted order, sorted. */
-  readonly first: string[];
+  /**
+   * The first BUNDLES_KEPT_PER_RECORD bundle versions in sorted order, sorted; the record's
+   * `bundles` is this same list. A record in one bundle (nearly all) shares that bundle's frozen
+   * list (`alone`) until a second bundle comes: a list each was 11 MB at 200,000 records.
+   */
+  first: string[];
   /** Declared bundle versions the record is in (the guard of plan asks for them by name); made when first needed. */
   declared?: Set<string>;
   /** Made as the how-manieth record of the list: the order of the numbers, should records be dropped later. */
@@ -329,7 +333,18 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
       return;
     }
     // Early, every bundle version is kept: which are declared, and so which are the first few, is not known yet.
+    if (Object.isFrozen(acc.first)) {
+      if (acc.first[0] === version) return;
+      acc.first = acc.record.bundles = acc.first.slice();
+    }
     spend(keepFirst(acc.first, version, early ? Infinity : BUNDLES_KEPT_PER_RECORD));
+  };
+  /** The frozen list of one bundle, shared by the records in it alone (see Accumulated.first). */
+  const aloneLists = new Map<string, string[]>();
+  const alone = (bundle: string): string[] => {
+    let list = aloneLists.get(bundle);
+    if (list === undefined) aloneLists.set(bundle, (list = Object.freeze([bundle]) as string[]));
+    return list;
   };
   // component → its highest active versions kept for the dependency check, highest first.
   const tops = new Map<string, string[]>();
@@ -383,7 +398,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   /** A record and its first bundle (as addBundle would put it in), the list made at its size: a list grown from empty has room for 16 more. */
   const create = (fw: FirmwareBundle['firmwares'][number], bundle: string, why?: 'dependent' | 'top'): Accumulated => {
     const declared = declaredBundles?.has(bundle) === true;
-    const first: string[] = declared ? [] : [bundle];
+    const first: string[] = declared ? [] : alone(bundle);
     const acc: Accumulated = {
       record: {
         version_number: fw.version_number,
@@ -432,7 +447,10 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     declaredBundles = bundlesOf(filter);
     N = filter.satisfiers ?? 0;
     const trim = (acc: Accumulated): void => {
-      const all = acc.first.splice(0);
+      const all = acc.first;
+      // Nothing to move or drop (nearly every record): the list, shared or not, stays.
+      if (all.length <= BUNDLES_KEPT_PER_RECORD && (declaredBundles === undefined || !all.some((v) => declaredBundles!.has(v)))) return;
+      acc.first = acc.record.bundles = [];
       for (const v of all) {
         if (declaredBundles?.has(v) === true) (acc.declared ??= new Set()).add(v);
         else if (acc.first.length < BUNDLES_KEPT_PER_RECORD) acc.first.push(v);
@@ -573,17 +591,11 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   const out = new FirmwareIndex();
   // Most records are in one bundle: they share one frozen list per bundle (a bundle holds many
   // records; a list each was 10 MB at 200,000 records). No reader changes a record's list.
-  const single = new Map<string, string[]>();
   const done = (acc: Accumulated): LiveFirmware => {
     // A list grown by splice has room for 16 more (V8's growth): kept as a copy of its length.
     if (acc.declared !== undefined) acc.record.bundles = [...new Set([...acc.first, ...acc.declared])].sort();
     else if (acc.first.length > 1) acc.record.bundles = acc.first.slice();
-    else if (acc.first.length === 1) {
-      const bundle = acc.first[0]!;
-      let list = single.get(bundle);
-      if (list === undefined) single.set(bundle, (list = Object.freeze([bundle]) as string[]));
-      acc.record.bundles = list;
-    }
+    else if (acc.first.length === 1) acc.record.bundles = alone(acc.first[0]!);
     return acc.record;
   };
   for (const [number, held] of byNumber) {

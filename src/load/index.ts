@@ -273,7 +273,8 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
  */
 function gatherStrings(v: unknown, into: string[]): void {
   if (typeof v === 'string') into.push(v);
-  else if (typeof v === 'number') into.push(String(v));
+  // Fewer than 8 characters hold no 8 of a key (most sizes): not made into text.
+  else if (typeof v === 'number') { if (!(v >= 0 && v < 1e7 && Number.isInteger(v))) into.push(String(v)); }
   else if (Array.isArray(v)) for (const x of v) gatherStrings(x, into);
   else if (isPlainObject(v)) {
     for (const k in v) {
