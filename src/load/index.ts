@@ -226,6 +226,8 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
   for (const d of parsed.documents) {
     if (d.object === undefined) continue;
     gatherStrings(sent(d.object).value, strings);
+    // An action's id is sent in every request path about it.
+    if (d.object.kind === 'action') gatherStrings(d.object.id, strings);
   }
   const tenantHolds = parsed.documents.some((d) => d.object !== undefined && holdsWholeKey(d.object.tenant));
   if (!tenantHolds && (strings.length === 0 || !showsKey(strings.join('\n')))) return parsed;
@@ -246,6 +248,7 @@ function keysInValues(file: SourceFile, parsed: ParsedFile, maxFileBytes: number
     if (d.object === undefined) continue;
     const { value, at } = sent(d.object);
     walk(value, at, d.index);
+    if (d.object.kind === 'action') walk(d.object.id, ['spec', 'id'], d.index);
     if (holdsWholeKey(d.object.tenant)) found.push({ index: d.index, path: ['metadata', 'tenant'], key: false });
   }
   if (found.length === 0) return parsed;

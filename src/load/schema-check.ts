@@ -34,6 +34,11 @@ export const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
 export function scanNodes(src: YamlSource, doc: Document.Parsed): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const walk = (node: unknown, path: string[]): void => {
+    const notJson = notJsonKind(node);
+    if (notJson !== undefined) {
+      issues.push(issueAt(src.file, src.lineCounter, offsetOf(node as Node), toPointer(path), `${shortLabel(path)} is ${notJson}, which the API's JSON cannot carry: dus-sync would send something else than the plan shows; write it as a quoted string (or a plain mapping or list)`));
+      return;
+    }
     if (isMap(node)) {
       for (const pair of node.items) {
         if (!isPair(pair)) continue;
@@ -63,6 +68,25 @@ export function scanNodes(src: YamlSource, doc: Document.Parsed): ConfigIssue[] 
   };
   walk(doc.contents, []);
   return issues;
+}
+
+const JSON_TAGS = new Set([undefined, 'tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', 'tag:yaml.org,2002:str', 'tag:yaml.org,2002:int', 'tag:yaml.org,2002:float', 'tag:yaml.org,2002:bool', 'tag:yaml.org,2002:null']);
+
+/**
+ * What a node is when its value is not one of JSON's (a YAML 1.1 or tagged timestamp, !!binary,
+ * !!set, !!omap, !!pairs): sent, it would become an ISO string, a Buffer's fields or {} while
+ * the plan shows another value, and a phase so appended could never match its YAML again.
+ */
+function notJsonKind(node: unknown): string | undefined {
+  if (isScalar(node)) {
+    const v = node.value;
+    if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return undefined;
+    if (v instanceof Date) return 'a YAML timestamp (a date)';
+    if (v instanceof Uint8Array) return 'YAML binary data (!!binary)';
+    return `a YAML ${node.tag ?? typeof v} value`;
+  }
+  if ((isMap(node) || isSeq(node)) && !JSON_TAGS.has(node.tag)) return `a YAML ${node.tag!.replace(/^tag:yaml\.org,2002:/, '!!')} collection`;
+  return undefined;
 }
 
 export function sourceText(src: YamlSource, node: Node): string {

@@ -52,6 +52,9 @@ describe('a key in a value apply would send', () => {
     expect(issues(firmware('uncompressed_size: 8675309123'))).toEqual({ issues: [expect.stringContaining('7:22 /spec/uncompressed_size spec.uncompressed_size holds an API key')], objects: 0 });
     expect(issues(action('name: w2\n      trigger_on: { after_minutes: 8675309123 }')).issues).toEqual([expect.stringContaining('9:36 /spec/phases/1/trigger_on/after_minutes')]);
     expect(issues(action('name: w2\n      info: { build: 20240611 }')).issues).toEqual([expect.stringContaining('9:22 /spec/phases/1/info/build')]);
+    // An action's id is sent in the path of every request about it.
+    const idKey = parseFile({ path: 'a.yaml', text: 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 8675309123\n  phases:\n    - name: w\n' }, config);
+    expect(idKey.issues.map((i) => `${i.line}:${i.column} ${i.pointer}`)).toEqual(['5:7 /spec/id']);
     // Other numbers are no issue.
     expect(issues(firmware('uncompressed_size: 8675309'))).toEqual({ issues: [], objects: 1 });
   });

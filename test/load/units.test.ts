@@ -186,6 +186,27 @@ describe('an alias used as a key', () => {
   });
 });
 
+describe('a value JSON cannot carry (a YAML 1.1 or tagged timestamp, !!binary, !!set, !!omap)', () => {
+  // Sent, each became something else than the plan showed (an ISO string, a Buffer's fields, {}),
+  // and a phase so appended could never match its YAML again; !!binary also hid a key's base64.
+  const action = (value: string, head = '') => `${head}apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 7\n  phases:\n    - name: wave\n      trigger_on: { not_before: ${value} }\n`;
+  it.each([
+    ['a plain date under %YAML 1.1', action('2024-06-01', '%YAML 1.1\n---\n'), 'not_before is a YAML timestamp (a date)', 10],
+    ['an explicit !!timestamp', action('!!timestamp 2024-06-01'), 'not_before is a YAML timestamp (a date)', 8],
+    ['!!binary', action('!!binary aGVsbG8='), 'not_before is YAML binary data (!!binary)', 8],
+    ['!!set', action('!!set { a, b }'), 'not_before is a YAML !!set collection', 8],
+    ['!!omap', action('!!omap [ { a: 1 } ]'), 'not_before is a YAML !!omap collection', 8],
+  ])('%s: an issue at its line, and no object', (_what, text, message, line) => {
+    const parsed = parseFile({ path: 'a.yaml', text }, config);
+    expect(parsed.documents.filter((d) => d.object)).toEqual([]);
+    expect(parsed.issues.map((i) => [i.line, i.message.slice(0, message.length)])).toEqual([[line, message]]);
+    expect(parsed.issues[0]!.message).toContain('write it as a quoted string');
+  });
+  it('a quoted date, and a plain one under YAML 1.2, are strings and no issue', () => {
+    for (const text of [action('"2024-06-01"'), action('2024-06-01')]) expect(parseFile({ path: 'a.yaml', text }, config).issues).toEqual([]);
+  });
+});
+
 describe('the config in use met through a link among the resources', () => {
   it('is not a document (a link to the repository root), while another config is still an error', () => {
     const dir = realpathSync(mkdtempSync(join(tmpdir(), 'dus-cfg-link-')));
