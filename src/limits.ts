@@ -31,6 +31,13 @@ export const WATCH_INTERVAL_MS: Range = { min: 1000, max: 24 * 3_600_000 };
 export const GRACE_MS: Range = { min: 0, max: 3_600_000 };
 
 /**
+ * watch --append-quiet: a phase is appended only from a file unchanged this long. A writer that
+ * pauses mid-file (a stalled copy, lines added one at a time) leaves valid YAML that holds half a
+ * phase, and an append cannot be taken back.
+ */
+export const APPEND_QUIET_MS: Range & { readonly default: number } = { default: 2_000, min: 0, max: 3_600_000 };
+
+/**
  * How long reads must show an append whose outcome was unknown absent before it may be sent
  * again. Default 30 s: a gateway's timeout is usually shorter than the time a slow server still
  * needs. Under 30 s trades safety for speed (tests use 1 s); a day is past any server's backlog.

@@ -13,6 +13,7 @@ import { checkSelection } from '../load/selection.js';
 import { assembleFrom, type Assembly } from '../load/incremental.js';
 import type { ApiClient, RequestEvent } from '../api/client.js';
 import { effectiveLimits } from '../api/limits.js';
+import { APPEND_QUIET_MS } from '../limits.js';
 import { redact, secretsGeneration } from '../redact.js';
 import { DEFAULT_SETTLE_MS, Journal } from '../apply/journal.js';
 import { desiredRevision, type Revision } from '../load/revision.js';
@@ -47,6 +48,8 @@ export interface PassOptions {
   readonly ignoreWindows?: boolean;
   /** --settle-window, when given (else safety.settle_window, else 30 s). */
   readonly settleWindowMs?: number;
+  /** --append-quiet: a phase is appended only from a file unchanged this long (default 2 s). */
+  readonly appendQuietMs?: number;
   readonly insecureHttp?: boolean;
   readonly caFile?: string;
   /** --max-response-size and --request-timeout; the config's api.* fills in the rest each pass. */
@@ -506,7 +509,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       }
       let firstPlan: Plan | undefined = plan;
       const windows = windowGuard(config, opts.ignoreWindows, () => opts.clock.now());
-      const fileChanged = fileGuard(config, files, configStamp);
+      const quiet = { ms: opts.appendQuietMs ?? APPEND_QUIET_MS.default, againInMs: undefined as number | undefined };
+      const fileChanged = fileGuard(config, files, configStamp, quiet);
       const applyOpts = {
         journalPath, log: opts.log, clock: opts.clock, concurrency: opts.concurrency, signal, settleMs,
         beforeWrite: (c: Change) => fileChanged(c) ?? windows?.(c),
@@ -549,6 +553,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         && !(fresh.held ?? []).some((h) => h.tenant === t) && report.results.every((r) => r.change.tenant !== t || r.status === 'applied'));
       const outcomeAfter = report.failed > 0 || !converged ? 'partial-failure' : freshProblems > 0 ? 'conflict' : 'success';
       return result({ ...base, detail, result: outcomeAfter, applied, failed, diverged: report.diverged.length, synced, inDoubt: await inDoubt(),
+        ...(quiet.againInMs !== undefined ? { againInMs: quiet.againInMs } : {}),
         message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}${freshProblems > 0 ? `; ${problemWords(fresh)}` : ''}` });
     } catch (err) {
       // Whatever failed may have left the view behind what the service holds now.
@@ -604,7 +609,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
    * (`paused: true` pulled during a long apply, say) is planned by the next pass, which the
    * change triggers. One stat per write, against what the pass read.
    */
-  function fileGuard(config: ResolvedConfig, files: readonly ParsedFile[], configStamp: string | undefined): (c: Change) => string | undefined {
+  function fileGuard(config: ResolvedConfig, files: readonly ParsedFile[], configStamp: string | undefined, quiet: { readonly ms: number; againInMs: number | undefined }): (c: Change) => string | undefined {
     const byShown = filesByShownName(files);
     return (c) => {
       // The config too: a deny window or suspend: true saved mid-pass holds what is left.
@@ -617,10 +622,22 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const path = shown === undefined ? undefined : byShown.get(shown);
       if (path === undefined) return undefined;
       const was = cache.get(path);
-      let now: string | undefined;
-      try { now = stampOf(statSync(join(config.dir, path))); } catch { now = undefined; }
-      if (was !== undefined && now !== undefined && now === was.stamp) return undefined;
-      return `${shown} changed during the pass, so it was not written; the next pass plans it from the new file`;
+      let st: Stats | undefined;
+      try { st = statSync(join(config.dir, path)); } catch { st = undefined; }
+      const now = st === undefined ? undefined : stampOf(st);
+      if (was === undefined || now === undefined || now !== was.stamp) return `${shown} changed during the pass, so it was not written; the next pass plans it from the new file`;
+      // A phase only from a file left alone for a while: a writer that paused mid-file left
+      // valid YAML holding half a phase (a name cut short, a phase before its trigger_on line).
+      // The change time too: a modification time can be set back (touch -d, cp -p).
+      if (c.kind === 'phase' && quiet.ms > 0) {
+        const age = Date.now() - Math.max(st!.mtimeMs, st!.ctimeMs);
+        if (age < quiet.ms) {
+          const wait = Math.max(1, Math.ceil(quiet.ms - age));
+          quiet.againInMs = Math.max(quiet.againInMs ?? 0, wait);
+          return `${shown} was written ${Math.max(0, Math.round(age))} ms ago, and a phase is appended only from a file unchanged for ${quiet.ms} ms (--append-quiet), so that a file still being written never appends half a phase; the pass ${wait} ms from now appends it`;
+        }
+      }
+      return undefined;
     };
   }
 

@@ -48,6 +48,8 @@ export interface PassResult {
   /** The first problems of an invalid configuration or desired state (issueTotal counts them all). */
   readonly issues?: readonly (Located & { readonly message: string })[];
   readonly issueTotal?: number;
+  /** Appends waited for their file to be quiet (--append-quiet): the next pass runs this soon. */
+  readonly againInMs?: number;
 }
 
 export type TriggerReason = 'start' | 'file-change' | 'interval' | 'retry';

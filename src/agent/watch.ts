@@ -511,9 +511,12 @@ export class Watcher {
 
   /** Arms the retry (after a failure) or the jittered interval; returns the delay. */
   private scheduleNext(): { reason: 'retry' | 'interval'; ms: number } {
+    const interval = jittered(this.currentIntervalMs, this.opts.jitter ?? DEFAULT_JITTER, this.random);
+    // Appends that waited for their file to be quiet (--append-quiet) are planned again then.
+    const again = this.lastResult?.againInMs;
     const next = this.failures > 0
       ? { reason: 'retry' as const, ms: Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** (this.failures - 1)) }
-      : { reason: 'interval' as const, ms: jittered(this.currentIntervalMs, this.opts.jitter ?? DEFAULT_JITTER, this.random) };
+      : again !== undefined && again < interval ? { reason: 'retry' as const, ms: again } : { reason: 'interval' as const, ms: interval };
     this.clearNext();
     this.nextTimer = this.timers.setTimeout(() => { this.nextTimer = undefined; this.trigger(next.reason); }, next.ms);
     return next;

@@ -147,6 +147,9 @@ export async function replacePrivateFile(path: string, text: string, what: strin
     await out.close();
   }
   try {
+    // Renamed over only a regular file (or nothing): never a device, a folder or a link put there since it was opened.
+    const there = await lstat(path).catch(() => undefined);
+    if (there !== undefined && !there.isFile()) throw new StateError(`${path} is not a regular file; remove it so dus-sync can keep ${what} there`);
     await rename(tmp, path);
   } catch (err) {
     await unlink(tmp).catch(() => undefined);

@@ -3,7 +3,7 @@
 // it runs, so that `--version` and `--help` stay fast. The one top-level error handler is here.
 import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { UserError } from '../errors.js';
-import { checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
+import { APPEND_QUIET_MS, checkCount, checkDuration, checkSize, CONCURRENCY, formatSize, GRACE_MS, MAX_FILE_SIZE, SETTLE_WINDOW_MS, WATCH_INTERVAL_MS, type Range } from '../limits.js';
 import { checkedFetchTimeout, checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
 import { errorJson, watchResultOutput, writeJsonError } from './json-error.js';
@@ -159,6 +159,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addOption(new Option('--grace <duration>', 'on SIGTERM, how long the running pass may take to finish (0s to 1h)').argParser(duration('--grace', GRACE_MS)).default(20_000, '20s'))
     .option('--journal <file>', 'the intent journal (default: DUS_SYNC_STATE_DIR/journal.jsonl, else a folder named by the API base URL under $XDG_STATE_HOME/dus-sync, ~/.local/state/dus-sync)')
     .option('--settle-window <duration>', 'how long reads must show an append whose outcome was unknown absent before it is sent again (default: safety.settle_window, else 30s; 0s to 24h)', duration('--settle-window', SETTLE_WINDOW_MS))
+    .option('--append-quiet <duration>', 'append a phase only from a file unchanged this long, so that a file still being written never appends half a phase (default 2s; 0s to 1h)', duration('--append-quiet', APPEND_QUIET_MS))
     .addOption(new Option('--log-format <format>', 'logs as JSON lines or readable lines (default: watch.log_format, else readable on a terminal and JSON otherwise)').choices(['json', 'pretty']))
     .addOption(new Option('--log-level <level>', 'the least severe level logged (default: watch.log_level, else info; debug with --debug)').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .addHelpText('after', '\nExample:\n  $ dus-sync watch --listen 0.0.0.0:9090')

@@ -75,6 +75,7 @@ export async function run(opts: Record<string, unknown>, globals: GlobalOptions)
     allowBrokenDependencies: opts.allowBrokenDependencies === true,
     ignoreWindows: opts.ignoreWindows === true,
     ...(typeof opts.settleWindow === 'number' ? { settleWindowMs: opts.settleWindow } : {}),
+    ...(typeof opts.appendQuiet === 'number' ? { appendQuietMs: opts.appendQuiet } : {}),
     insecureHttp: globals.insecureHttp,
     caFile: globals.caFile,
     limits: apiLimitFlags(globals),

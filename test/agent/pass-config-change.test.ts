@@ -156,7 +156,7 @@ describe('appends left in doubt, then found live', () => {
     const journal = join(dir, 'state', 'j.jsonl');
     const { pass, close } = createReconcilePass({
       cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY_A, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
-      concurrency: 2, journal, settleWindowMs: 3000, log: memoryLogger(), clock: { now: () => Date.now(), sleep: (ms: number) => new Promise((r) => setTimeout(r, ms)) },
+      concurrency: 2, journal, settleWindowMs: 3000, appendQuietMs: 0, log: memoryLogger(), clock: { now: () => Date.now(), sleep: (ms: number) => new Promise((r) => setTimeout(r, ms)) },
     });
     const signal = new AbortController().signal;
     try {

@@ -90,6 +90,44 @@ describe('a pass with a conflict', () => {
   });
 });
 
+describe('a phase from a file just written (--append-quiet)', () => {
+  it('waits until the file has been unchanged for the quiet period, then is appended by the pass the result asks for; firmware writes do not wait', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-quiet-'));
+    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
+    // A writer that paused mid-file: valid YAML holding a phase name cut short.
+    write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: general }\n');
+    write('tenants/fw.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", is_deactivated: true }\n');
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), appendQuietMs: 1500, log: memoryLogger(),
+      clock: { now: () => Date.now(), sleep: (ms: number) => new Promise((r) => setTimeout(r, ms)) },
+    });
+    const signal = new AbortController().signal;
+    const live = () => emulator!.store.getAction('acme', 42)!.phases.map((p) => p.name);
+    try {
+      const first = await pass({ reason: 'file-change' }, signal);
+      expect(first.applied).toEqual([{ tenant: 'acme', kind: 'firmware' }]);
+      expect(first.message).toBe('applied 1, failed 0, skipped 1');
+      expect(first.againInMs).toBeGreaterThan(0);
+      expect(first.againInMs).toBeLessThanOrEqual(1500);
+      expect(live()).toEqual(['canary']);
+      // The rest of the file comes within the quiet period: the half phase is never appended.
+      write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: general-availability }\n');
+      const second = await pass({ reason: 'file-change', files: [join(dir, 'tenants/actions.yaml')] }, signal);
+      expect(second.applied).toEqual([]);
+      expect(live()).toEqual(['canary']);
+      await new Promise((r) => setTimeout(r, second.againInMs! + 50));
+      const third = await pass({ reason: 'retry' }, signal);
+      expect(third.applied).toEqual([{ tenant: 'acme', kind: 'phase' }]);
+      expect(third.againInMs).toBeUndefined();
+      expect(live()).toEqual(['canary', 'general-availability']);
+    } finally {
+      await close();
+    }
+  });
+});
+
 describe('RepeatLimiter', () => {
   it('says a warning when first seen, when it changes, then once a window; forgets what went away', () => {
     let t = 0;
