@@ -19,8 +19,9 @@ export interface ApiRequestEvent {
   readonly durationMs?: number;
 }
 
-// Results that computed a plan: their drift and conflict maps are the current truth. The
-// others (invalid config, API failure) saw nothing, so the last known values stay.
+// Results that computed a plan: their drift and conflict maps (after the pass's writes, when it
+// wrote) are the current truth. The others (invalid config, API failure) saw nothing, so the last
+// known values stay.
 const PLANNED: ReadonlySet<PassOutcome> = new Set<PassOutcome>(['success', 'unsafe', 'conflict', 'partial-failure', 'suspended']);
 
 /**
@@ -76,7 +77,7 @@ export class AgentMetrics {
       labelNames: ['tenant', 'kind'], registers,
     });
     this.objects = new Gauge({
-      name: 'dus_sync_objects', help: 'Desired objects by tenant and state (in_sync, drift, conflict, error) at the last plan.',
+      name: 'dus_sync_objects', help: 'Desired objects by tenant and state (in_sync, drift, conflict, error) after the last pass that planned: an object whose changes it applied and verified is in_sync.',
       labelNames: ['tenant', 'state'], registers,
     });
     this.heldObjects = new Gauge({
@@ -84,11 +85,11 @@ export class AgentMetrics {
       labelNames: ['tenant', 'reason'], registers,
     });
     this.driftObjects = new Gauge({
-      name: 'dus_sync_drift_objects', help: 'Objects (not changes) whose live state differed from the desired state at the last plan.',
+      name: 'dus_sync_drift_objects', help: 'Objects (not changes) whose live state differs from the desired state after the last pass that planned: what it did not apply and verify (failed, skipped, in doubt, diverged).',
       labelNames: ['tenant'], registers,
     });
     this.conflicts = new Gauge({
-      name: 'dus_sync_conflicts', help: 'Conflicts (live phases that differ from the desired ones) at the last plan.',
+      name: 'dus_sync_conflicts', help: 'Conflicts (live phases that differ from the desired ones) after the last pass that planned.',
       labelNames: ['tenant'], registers,
     });
     this.configValid = new Gauge({
@@ -152,8 +153,10 @@ export class AgentMetrics {
     this.configValid.set(result.configValid ? 1 : 0);
     if (result.inDoubt !== undefined) this.inDoubt.set(result.inDoubt);
     if (PLANNED.has(result.result)) {
-      replace(this.driftObjects, result.drift);
-      replace(this.conflicts, result.conflicts);
+      // The state after the pass: a pass that wrote tells what is left once its writes were verified.
+      const objects = result.after ?? result.objects;
+      replace(this.driftObjects, result.after ? pick(result.after, 'drift') : result.drift);
+      replace(this.conflicts, result.after ? pick(result.after, 'conflict') : result.conflicts);
       if (result.held) {
         this.heldObjects.reset();
         const counts = new Map<string, { tenant: string; reason: string; n: number }>();
@@ -165,10 +168,10 @@ export class AgentMetrics {
         }
         for (const c of counts.values()) this.heldObjects.set({ tenant: c.tenant, reason: c.reason }, c.n);
       }
-      if (result.objects) {
-        this.replaceObjects(result.objects);
+      if (objects) {
+        this.replaceObjects(objects);
         for (const [tenant, before] of [...this.lastAppliedByTenant]) {
-          if (!result.objects.has(tenant)) { this.lastApplied.remove({ tenant, ...before }); this.lastAppliedByTenant.delete(tenant); }
+          if (!objects.has(tenant)) { this.lastApplied.remove({ tenant, ...before }); this.lastAppliedByTenant.delete(tenant); }
         }
       }
     }
@@ -236,6 +239,10 @@ export function statusClass(status: number | string | undefined): string {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function pick(objects: ReadonlyMap<string, ObjectCounts>, state: keyof ObjectCounts): Map<string, number> {
+  return new Map([...objects].map(([tenant, counts]) => [tenant, counts[state]]));
 }
 
 // A tenant that left the config must leave the gauge too, so it is rebuilt on every plan.

@@ -16,6 +16,7 @@ import { effectiveLimits } from '../api/limits.js';
 import { APPEND_QUIET_MS } from '../limits.js';
 import { redact, secretsGeneration } from '../redact.js';
 import { DEFAULT_SETTLE_MS, Journal } from '../apply/journal.js';
+import { objectOf } from '../apply/verify.js';
 import { desiredRevision, type Revision } from '../load/revision.js';
 import { RepeatLimiter } from './repeat.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive, type KeyLocation } from '../live-keys.js';
@@ -164,18 +165,26 @@ function result(partial: Partial<PassResult> & Pick<PassResult, 'result' | 'mess
   return { drift: empty(), conflicts: empty(), applied: [], configValid: true, ...partial };
 }
 
-/** The desired objects of every planned tenant by state, 0 included: a gauge must drop to 0, not vanish. */
-export function objectCounts(tenants: readonly string[], plan: Plan): Map<string, ObjectCounts> {
+/**
+ * The desired objects of every planned tenant by state, 0 included: a gauge must drop to 0, not
+ * vanish. `verified` (objectId) are objects this pass applied every change of and read back as
+ * written: they count as in sync, not drift (the state after the pass, not at its plan).
+ */
+export function objectCounts(tenants: readonly string[], plan: Plan, verified: readonly string[] = []): Map<string, ObjectCounts> {
+  const done = new Set(verified);
   const drifting = new Map<string, Set<string>>();
+  const healed = new Map<string, Set<string>>();
   for (const c of plan.changes) {
-    const set = drifting.get(c.tenant) ?? new Set<string>();
+    const id = objectOf(c);
+    const into = done.has(id) ? healed : drifting;
+    const set = into.get(c.tenant) ?? new Set<string>();
     // Phase appends to one action are one object in drift, however many phases.
-    set.add(c.kind === 'firmware' ? `firmware\0${c.key}` : `action\0${c.key}`);
-    drifting.set(c.tenant, set);
+    set.add(id);
+    into.set(c.tenant, set);
   }
   const unchanged = plan.summary.unchanged_by_tenant ?? {};
   return new Map(tenants.map((t) => [t, {
-    in_sync: unchanged[t] ?? 0,
+    in_sync: (unchanged[t] ?? 0) + (healed.get(t)?.size ?? 0),
     drift: drifting.get(t)?.size ?? 0,
     conflict: plan.conflicts.filter((c) => c.tenant === t).length,
     error: plan.errors.filter((e) => e.tenant === t).length,
@@ -384,6 +393,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
 
     // What the status page shows of this pass; kept when safety refuses the plan.
     let detail: PassDetail | undefined;
+    /** The objects by state at the first plan: an unsafe plan (refused, nothing written) still tells its drift. */
+    let planned: Pick<PassResult, 'drift' | 'conflicts' | 'objects'> | undefined;
     // The revision, once git has answered (it is taken in every outcome below, awaited no earlier).
     let rev: { revision?: Revision } = {};
     const revisionKnown = async (): Promise<void> => { const revision = await revisionRead; rev = revision ? { revision } : {}; };
@@ -470,6 +481,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const objects = objectCounts(tenants, plan);
       const drift = mapOf(objects, (c) => c.drift);
       const conflicts = mapOf(objects, (c) => c.conflict);
+      planned = { drift, conflicts, objects };
       warnProblems(plan);
       detail = firstDetail;
       const base = { ...rev, drift, conflicts, objects, changedFiles: trigger.files, detail, held: plan.held ?? [] };
@@ -552,14 +564,16 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       const synced = !converged ? inSyncNow : tenants.filter((t) => !fresh.conflicts.some((c) => c.tenant === t) && !fresh.errors.some((e) => e.tenant === t)
         && !(fresh.held ?? []).some((h) => h.tenant === t) && report.results.every((r) => r.change.tenant !== t || r.status === 'applied'));
       const outcomeAfter = report.failed > 0 || !converged ? 'partial-failure' : freshProblems > 0 ? 'conflict' : 'success';
-      return result({ ...base, detail, result: outcomeAfter, applied, failed, diverged: report.diverged.length, synced, inDoubt: await inDoubt(),
+      // What the gauges tell until the next pass: the plan executed, less what it applied and verified.
+      const objectsAfter = objectCounts(tenants, fresh, report.verified ?? []);
+      return result({ ...base, after: objectsAfter, detail, result: outcomeAfter, applied, failed, diverged: report.diverged.length, synced, inDoubt: await inDoubt(),
         ...(quiet.againInMs !== undefined ? { againInMs: quiet.againInMs } : {}),
         message: `applied ${report.applied}, failed ${report.failed}, skipped ${report.skipped}${report.diverged.length > 0 ? `, ${report.diverged.length} action(s) diverged` : ''}${freshProblems > 0 ? `; ${problemWords(fresh)}` : ''}` });
     } catch (err) {
       // Whatever failed may have left the view behind what the service holds now.
       view = undefined;
       await revisionKnown();
-      if (err instanceof UnsafePlanError) return result({ ...rev, result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
+      if (err instanceof UnsafePlanError) return result({ ...rev, ...planned, result: 'unsafe', message: err.message, ...(detail ? { detail } : {}) });
       if (err instanceof ConfigError) return invalid(err, opts.log);
       // The journal or the lock: said as what it is, not as an API failure.
       if (err instanceof LockHeldError) return result({ ...rev, result: 'locked', message: redact(err.message) });

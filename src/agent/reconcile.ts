@@ -403,7 +403,7 @@ async function verify(plan: Plan, report: ApplyReport, live: LiveState, client: 
   const v = verifyApplied(plan, report, live, after);
   // After the check: the receiver may put `after` into `live` itself (watch's view).
   opts.onVerified?.(after, complete);
-  return { ...report, unconverged: [...report.unconverged, ...v.unconverged], diverged: [...report.diverged, ...v.diverged] };
+  return { ...report, unconverged: [...report.unconverged, ...v.unconverged], diverged: [...report.diverged, ...v.diverged], verified: v.verified };
 }
 
 /**

@@ -28,6 +28,13 @@ export interface PassResult {
   readonly conflicts: ReadonlyMap<string, number>;
   /** tenant → its objects by state at the plan; absent when the pass planned nothing. */
   readonly objects?: ReadonlyMap<string, ObjectCounts>;
+  /**
+   * tenant → its objects by state when a pass that wrote ended: the plan it executed, with each
+   * object whose changes were all applied and verified moved from drift to in sync (one that
+   * failed, was held back, diverged or is in doubt stays in drift). Absent when the pass wrote
+   * nothing: then `objects` is the state after it too.
+   */
+  readonly after?: ReadonlyMap<string, ObjectCounts>;
   readonly applied: readonly { readonly tenant: string; readonly kind: 'firmware' | 'phase' }[];
   /** Changes tried and failed in this pass. */
   readonly failed?: readonly { readonly tenant: string; readonly kind: 'firmware' | 'phase' }[];

@@ -320,6 +320,12 @@ export interface ApplyReport {
    * twice, a foreign phase): another actor wrote at the same time. One sentence each; a failure.
    */
   readonly diverged: readonly string[];
+  /**
+   * The objects (src/apply/verify.ts objectId) every change of which was applied and which the
+   * read after the apply shows as written. Absent when no such read was made (nothing applied,
+   * or the read failed): then no object is known to be in sync.
+   */
+  readonly verified?: readonly string[];
 }
 
 // ---------------------------------------------------------------- edges

@@ -4,6 +4,7 @@ import perfHooks from 'node:perf_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentMetrics, EVENT_LOOP_PRECISION_MS, routeLabel, statusClass } from '../../src/agent/metrics.js';
 import { objectCounts } from '../../src/agent/pass.js';
+import { objectId } from '../../src/apply/verify.js';
 import type { Plan } from '../../src/model/index.js';
 import { result } from './helpers.js';
 
@@ -29,6 +30,26 @@ describe('AgentMetrics', () => {
     // An API failure saw nothing: the last plan's numbers stay.
     m.recordPass(result('api-error'), 10, 0);
     expect(sample(await m.text(), 'dus_sync_objects{tenant="acme",state="in_sync"}')).toBe('8');
+  });
+
+  it('tells the objects after a pass that wrote, not at its plan: what it applied and verified is in sync, what failed stays drift', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    // Found 3 + 2 objects in drift; applied acme's and one of globex's, the other failed.
+    m.recordPass(result('partial-failure', {
+      drift: new Map([['acme', 3], ['globex', 2]]), conflicts: new Map([['acme', 0], ['globex', 1]]),
+      objects: new Map([['acme', counts(4, 3, 0, 0)], ['globex', counts(1, 2, 1, 0)]]),
+      after: new Map([['acme', counts(7, 0, 0, 0)], ['globex', counts(2, 1, 1, 0)]]),
+      applied: [{ tenant: 'acme', kind: 'firmware' }, { tenant: 'globex', kind: 'phase' }], failed: [{ tenant: 'globex', kind: 'firmware' }],
+    }), 10, 0);
+    const text = await m.text();
+    for (const [tenant, state, n] of [['acme', 'in_sync', '7'], ['acme', 'drift', '0'], ['globex', 'in_sync', '2'], ['globex', 'drift', '1'], ['globex', 'conflict', '1']]) {
+      expect(sample(text, `dus_sync_objects{tenant="${tenant}",state="${state}"}`), `${tenant} ${state}`).toBe(n);
+    }
+    expect(sample(text, 'dus_sync_drift_objects{tenant="acme"}')).toBe('0');
+    expect(sample(text, 'dus_sync_drift_objects{tenant="globex"}')).toBe('1');
+    expect(sample(text, 'dus_sync_conflicts{tenant="globex"}')).toBe('1');
+    expect(text).toMatch(/# HELP dus_sync_drift_objects .*after the last pass/);
+    expect(text).toMatch(/# HELP dus_sync_objects .*after the last pass/);
   });
 
   it('times API requests by method, templated route and status class; never a raw path', async () => {
@@ -103,5 +124,8 @@ describe('objectCounts', () => {
       summary: { changes: 4, conflicts: 1, errors: 0, unchanged: 3, unchanged_by_tenant: { acme: 3 } },
     } as unknown as Plan;
     expect(objectCounts(['acme', 'globex'], plan)).toEqual(new Map([['acme', counts(3, 2, 1, 0)], ['globex', counts(0, 0, 0, 0)]]));
+    // After the pass: a verified object is in sync; the other stays in drift.
+    expect(objectCounts(['acme', 'globex'], plan, [objectId('acme', 'action', '42')])).toEqual(new Map([['acme', counts(4, 1, 1, 0)], ['globex', counts(0, 0, 0, 0)]]));
+    expect(objectCounts(['acme'], plan, [objectId('acme', 'action', '42'), objectId('acme', 'firmware', '2.4.1')]).get('acme')).toEqual(counts(5, 0, 1, 0));
   });
 });

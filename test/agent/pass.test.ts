@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AgentMetrics } from '../../src/agent/metrics.js';
 import { createReconcilePass } from '../../src/agent/pass.js';
 import { RepeatLimiter } from '../../src/agent/repeat.js';
 import { StatusBoard } from '../../src/agent/status-page.js';
@@ -170,6 +171,107 @@ describe('a pass whose every write is held back', () => {
       const html = page.render({ passes: 1, running: false, consecutiveFailures: 0, intervalMs: 60_000, ready: true }, 1_700_000_000_000);
       expect(html).toContain('<span class="badge info">held</span>');
       expect(html).not.toContain('in sync</span>');
+    } finally {
+      await close();
+    }
+  });
+});
+
+// The drift gauges tell the state after a pass, not at its plan: an hour-long interval must not
+// keep an applied and verified change counted as drift ("not converging" alerts on a converged
+// service), and a change that failed must still be counted.
+describe('a pass that applies changes', () => {
+  const config = (safety = '') => `apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\n${safety}tenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n`;
+  const fw = 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", uncompressed_size: 2000 }\n';
+  const act = 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: wave-1 }\n    - { name: wave-2 }\n';
+  const gauges = async (m: AgentMetrics): Promise<Record<string, string | undefined>> => {
+    const text = await m.text();
+    const at = (series: string) => text.split('\n').find((l) => l.startsWith(`${series} `))?.slice(series.length + 1);
+    return {
+      drift: at('dus_sync_objects{tenant="acme",state="drift"}'), in_sync: at('dus_sync_objects{tenant="acme",state="in_sync"}'),
+      drift_objects: at('dus_sync_drift_objects{tenant="acme"}'),
+    };
+  };
+  async function run(faults: Parameters<typeof startEmulator>[0]['faults'], safety = '') {
+    emulator = await startEmulator({ seed, faults });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-after-'));
+    write('dus-sync.yaml', config(safety));
+    write('tenants/fw.yaml', fw);
+    write('tenants/actions.yaml', act);
+    return createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock: { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() },
+    });
+  }
+
+  it('counts what it applied and verified as in sync, and what failed as drift, until the next pass', async () => {
+    // Every firmware PUT is refused (400); the phase appends go through.
+    const { pass, close } = await run({ hostile: { mode: 'echo', routes: ['firmware'], status: 400 } });
+    const metrics = new AgentMetrics({ defaultMetrics: false });
+    try {
+      const first = await pass({ reason: 'start' }, new AbortController().signal);
+      expect(first.result).toBe('partial-failure');
+      expect(first.message).toMatch(/^applied 2, failed 1/);
+      expect(emulator!.store.getAction('acme', 42)!.phases).toHaveLength(3);
+      // At the plan both objects differed; after it, only the firmware whose write failed does.
+      expect(first.objects).toEqual(new Map([['acme', { in_sync: 0, drift: 2, conflict: 0, error: 0 }]]));
+      expect(first.after).toEqual(new Map([['acme', { in_sync: 1, drift: 1, conflict: 0, error: 0 }]]));
+      metrics.recordPass(first, 10, 0);
+      expect(await gauges(metrics)).toEqual({ drift: '1', in_sync: '1', drift_objects: '1' });
+
+      // The API takes firmware writes again: the next pass applies the rest, and nothing is left.
+      emulator!.faults.hostile = undefined;
+      const second = await pass({ reason: 'interval' }, new AbortController().signal);
+      expect(second.result).toBe('success');
+      expect(second.message).toMatch(/^applied 1, failed 0/);
+      expect(second.after).toEqual(new Map([['acme', { in_sync: 2, drift: 0, conflict: 0, error: 0 }]]));
+      metrics.recordPass(second, 10, 0);
+      expect(await gauges(metrics)).toEqual({ drift: '0', in_sync: '2', drift_objects: '0' });
+    } finally {
+      await close();
+    }
+  });
+
+  it('keeps an action whose appends diverged (another actor raced them) in drift', async () => {
+    // Every append finds the same phase appended by another actor a moment before: a phase twice.
+    const { pass, close } = await run({ raceAppendEvery: 1 });
+    const metrics = new AgentMetrics({ defaultMetrics: false });
+    try {
+      const r = await pass({ reason: 'start' }, new AbortController().signal);
+      expect(r.result).toBe('partial-failure');
+      expect(r.diverged).toBeGreaterThan(0);
+      // The firmware was written and reads back so; the action is not the YAML's phases.
+      expect(r.after).toEqual(new Map([['acme', { in_sync: 1, drift: 1, conflict: 0, error: 0 }]]));
+      metrics.recordPass(r, 10, 0);
+      expect(await gauges(metrics)).toEqual({ drift: '1', in_sync: '1', drift_objects: '1' });
+    } finally {
+      await close();
+    }
+  });
+
+  it('keeps an action whose appends were accepted but do not show in the reads after the apply in drift', async () => {
+    // A read replica a minute behind: the verification cannot see the appended phases yet.
+    const { pass, close } = await run({ readLagMs: 60_000 });
+    try {
+      const r = await pass({ reason: 'start' }, new AbortController().signal);
+      // wave-1 was accepted (wave-2 waits for it to show); the firmware was written and reads back so.
+      expect(r.message).toMatch(/^applied 2, failed 0, skipped 1/);
+      expect(emulator!.store.getAction('acme', 42)!.phases.map((p) => p.name)).toEqual(['canary', 'wave-1']);
+      expect(r.after).toEqual(new Map([['acme', { in_sync: 1, drift: 1, conflict: 0, error: 0 }]]));
+    } finally {
+      await close();
+    }
+  });
+
+  it('still tells the drift of a plan it refused as unsafe (nothing written)', async () => {
+    const { pass, close } = await run(undefined, 'safety: { max_changes: 1 }\n');
+    const metrics = new AgentMetrics({ defaultMetrics: false });
+    try {
+      const r = await pass({ reason: 'start' }, new AbortController().signal);
+      expect(r.result).toBe('unsafe');
+      expect(r.drift).toEqual(new Map([['acme', 2]]));
+      metrics.recordPass(r, 10, 0);
+      expect(await gauges(metrics)).toEqual({ drift: '2', in_sync: '0', drift_objects: '2' });
     } finally {
       await close();
     }
