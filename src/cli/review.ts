@@ -10,7 +10,8 @@
 //      found by its marker and its author, updated on every push.
 // Commenting is best effort: a token that may not comment (a fork's) is a warning, not a failure.
 // Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { basename, isAbsolute, relative, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { connect, enforceSafety, fetchAndPlan, loadOrThrow, rolloutControl, tenantsOf } from '../agent/reconcile.js';
@@ -128,7 +129,7 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
     // (or where a tenant's key is read from) would otherwise receive them with its own plan.
     const baseRef = opts.base ?? defaultBase(env);
     if (keyless === undefined && baseRef) {
-      const moved = await keysRedirected(config, baseRef, log);
+      const moved = await keysRedirected(config, tenantsOf(desired), baseRef, log);
       if (moved !== undefined) {
         log.warn(`${moved} in this change: the API keys are not sent where the change says; comparing with ${baseRef} in git instead`);
         keyless = `${moved} in this change`;
@@ -149,10 +150,11 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
 
 /**
  * What the change does to where the keys go, compared with the config at the base ref: a new
- * base URL, or a tenant whose key is read from another variable or file. Undefined when nothing
- * moved (or the base has no config to compare with, as in a first commit).
+ * base URL, a tenant whose key is read from another variable or file, or a tenant the base config
+ * sends no key for (one it does not list, a renamed one). Undefined when nothing moved, or when
+ * the config is not the change's to write (no config file, or one outside the repository).
  */
-async function keysRedirected(config: ResolvedConfig, baseRef: string, _log: Logger): Promise<string | undefined> {
+async function keysRedirected(config: ResolvedConfig, tenants: readonly string[], baseRef: string, _log: Logger): Promise<string | undefined> {
   let text: string | undefined;
   try {
     await readDesiredAtRef({
@@ -165,23 +167,81 @@ async function keysRedirected(config: ResolvedConfig, baseRef: string, _log: Log
   } catch (err) {
     return `the config at ${baseRef} could not be read (${err instanceof Error ? err.message : String(err)}), so where the keys go could not be checked`;
   }
-  if (text === undefined) return undefined;
+  if (text === undefined) {
+    // No config file (the environment says it all), or one outside the repository: not the change's.
+    if (config.file === undefined || !(await insideRepository(config.file, config.dir))) return undefined;
+    // The change adds it: the base branch sends no key anywhere.
+    return `${basename(config.file)} added`;
+  }
   const doc = parseDocument(text, { uniqueKeys: true });
   const raw: unknown = doc.errors.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined;
   if (!isRecord(raw)) return `the config at ${baseRef} is not valid, so where the keys go could not be checked`;
-  // As the config loader does: DUS_BASE_URL, when set, wins over the file on both sides.
-  const envBase = process.env.DUS_BASE_URL?.trim();
+  return keySourceChange(raw, config, tenants, process.env);
+}
+
+/**
+ * Where a tenant's key is read from in a config, as readKey does: its api_key_file, else its
+ * api_key_env, else DUS_API_KEY; a tenant of a config that lists tenants but not this one gets no
+ * key (its documents are refused), and a config that lists none sends DUS_API_KEY for any tenant.
+ */
+function keySource(tenants: Readonly<Record<string, { apiKeyEnv?: string | undefined; apiKeyFile?: string | undefined }>>, tenant: string): string | undefined {
+  const entry = Object.hasOwn(tenants, tenant) ? tenants[tenant] : undefined;
+  if (entry === undefined) return Object.keys(tenants).length === 0 ? 'env DUS_API_KEY' : undefined;
+  if (entry.apiKeyFile !== undefined) return `file ${entry.apiKeyFile}`;
+  return `env ${entry.apiKeyEnv ?? 'DUS_API_KEY'}`;
+}
+
+/**
+ * Why the keys would go where the base config (raw, as parsed from the base ref) does not send
+ * them, or undefined: base_url (DUS_BASE_URL, when set, wins on both sides, as in the loader),
+ * then every tenant the change's config lists or its documents name (`tenants`). A tenant whose
+ * key the base sends from another source, or not at all, counts: a new tenant reading
+ * GITHUB_TOKEN, a renamed one keeping another's variable, one that falls back to DUS_API_KEY.
+ * tenant_id is not compared: it only checks the answers, the key and its header stay the same.
+ */
+export function keySourceChange(raw: Record<string, unknown>, config: Pick<ResolvedConfig, 'baseUrl' | 'tenants'>, tenants: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
+  const envBase = env.DUS_BASE_URL?.trim();
   const baseUrl = envBase || (typeof raw.base_url === 'string' ? raw.base_url : undefined);
   if ((baseUrl ?? '') !== (config.baseUrl ?? '')) return 'base_url changed';
-  const tenants = isRecord(raw.tenants) ? raw.tenants : {};
-  for (const [name, t] of Object.entries(config.tenants)) {
-    const b = tenants[name];
-    if (!isRecord(b)) continue; // a new tenant: its key is read as the config says
-    const env = typeof b.api_key_env === 'string' ? b.api_key_env : '';
-    const file = typeof b.api_key_file === 'string' ? b.api_key_file : '';
-    if (env !== (t.apiKeyEnv ?? '') || file !== (t.apiKeyFile ?? '')) return `the key source of tenant ${name} changed`;
+  const base: Record<string, { apiKeyEnv?: string; apiKeyFile?: string }> = {};
+  if (isRecord(raw.tenants)) {
+    for (const [name, t] of Object.entries(raw.tenants)) {
+      // An entry that is not a mapping reads no key the change could rely on: a source of its own.
+      base[name] = !isRecord(t) ? { apiKeyFile: '\u0000not a mapping' } : {
+        ...(typeof t.api_key_env === 'string' ? { apiKeyEnv: t.api_key_env } : {}),
+        ...(typeof t.api_key_file === 'string' ? { apiKeyFile: t.api_key_file } : {}),
+      };
+    }
+  }
+  for (const name of [...new Set([...Object.keys(config.tenants), ...tenants])].sort()) {
+    const before = keySource(base, name);
+    if (before === undefined) return `tenant ${name} added`;
+    if (keySource(config.tenants, name) !== before) return `the key source of tenant ${name} changed`;
   }
   return undefined;
+}
+
+/** Whether the file, as named or as its link leads, lies in the git repository of `dir`. */
+async function insideRepository(file: string, dir: string): Promise<boolean> {
+  const root = await repoRootOf(dir);
+  if (root === undefined) return false;
+  const within = (p: string, r: string): boolean => {
+    const rel = relative(r, p);
+    return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+  };
+  let real = file;
+  try {
+    real = realpathSync(file);
+  } catch {
+    // As named, then.
+  }
+  let realRoot = root;
+  try {
+    realRoot = realpathSync(root);
+  } catch {
+    // As git says, then.
+  }
+  return within(file, root) || within(real, realRoot) || within(resolve(file), realRoot);
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -380,6 +380,83 @@ describe('what a tester broke in review, each now a test', () => {
     expect(r.stderr).toMatch(/not started by a pull request/);
   }, 30_000);
 
+  /**
+   * A base branch that sends the keys to `server` (its base_url), then the pull request's
+   * change; review run with GITHUB_TOKEN (and DUS_API_KEY) in its environment, no DUS_BASE_URL.
+   */
+  async function reviewOfChange(name: string, server: Served, change: (dir: string, config: string) => Promise<void> | void): Promise<Run> {
+    const repo = await makeRepo(name);
+    const config = join(repo.dir, 'dus-sync.yaml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`));
+    await git(repo.root, 'commit', '-qam', 'point at the service');
+    await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+    await change(repo.dir, config);
+    const env = baseEnv({ ...githubEnv(join(work, `summary-${name}.md`)), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_API_KEY: 'dev-key-fallback', DUS_SYNC_STATE_DIR: join(work, `state-${name}`) });
+    return exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+  }
+  const evilAction = 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: evil }\nspec:\n  id: 7\n  phases: [ { name: x } ]\n';
+  function addTenant(dir: string, config: string, entry: string): void {
+    writeFileSync(config, readFileSync(config, 'utf8').replace(/^tenants:\n/m, `tenants:\n  evil: ${entry}\n`));
+    mkdirSync(join(dir, 'tenants', 'evil'), { recursive: true });
+    writeFileSync(join(dir, 'tenants', 'evil', 'a.yaml'), evilAction);
+  }
+  async function recorder(): Promise<Served & { keys: string[] }> {
+    const keys: string[] = [];
+    const s = await serve((req, _body, res) => {
+      keys.push(String(req.headers['x-service-api-key'] ?? ''));
+      if (req.url!.includes('/actions/')) return json(res, 404, { detail: 'not found' });
+      json(res, 200, { count: 0, next: null, previous: null, results: [] });
+    });
+    return { ...s, keys };
+  }
+
+  it('a pull request that adds a tenant reading GITHUB_TOKEN never sends it: the keyless diff, and why', async () => {
+    const server = await recorder();
+    try {
+      const r = await reviewOfChange('newtenant', server, (dir, config) => addTenant(dir, config, '{ api_key_env: GITHUB_TOKEN }'));
+      expect(server.keys).toEqual([]);
+      expect(r.stderr).toMatch(/^warning: tenant evil added in this change: the API keys are not sent where the change says; comparing with origin\/main in git instead$/m);
+      expect(r.stdout).toMatch(/^## dus-sync diff: `origin\/main` → this change/);
+      expect(r.status).toBe(2);
+      // The control: the base's own tenants, changed alike, are planned live with their keys.
+      const planned = await reviewOfChange('newtenant-control', server, (dir) => appendPhase(dir, 'wave-n'));
+      expect(planned.stdout, planned.stderr).not.toMatch(/^## dus-sync diff/);
+      expect(server.keys).toContain('dev-key-acme');
+      expect(server.keys).not.toContain(TOKEN);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a new tenant without a key source of its own (DUS_API_KEY) gets no key the base would not send it', async () => {
+    const server = await recorder();
+    try {
+      const r = await reviewOfChange('fallback', server, (dir, config) => addTenant(dir, config, '{}'));
+      expect(server.keys).toEqual([]);
+      expect(r.stderr).toMatch(/tenant evil added in this change: the API keys are not sent where the change says/);
+      expect(r.stdout).toMatch(/^## dus-sync diff: `origin\/main` → this change/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a config file the base branch does not have sends no key: the keyless diff', async () => {
+    const server = await recorder();
+    try {
+      const r = await reviewOfChange('newconfig', server, async (dir, config) => {
+        const text = readFileSync(config, 'utf8');
+        await git(dir, 'rm', '-q', 'dus-sync.yaml');
+        await git(dir, 'commit', '-qm', 'no config yet');
+        await git(dir, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+        writeFileSync(config, text.replace(/^tenants:\n/m, 'tenants:\n  evil: { api_key_env: GITHUB_TOKEN }\n'));
+      });
+      expect(server.keys).toEqual([]);
+      expect(r.stderr).toMatch(/dus-sync\.yaml added in this change: the API keys are not sent where the change says/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a pull request that changes base_url never gets the keys: the review falls back to the keyless diff', async () => {
     const repo = await makeRepo('redirect');
     const config = join(repo.dir, 'dus-sync.yaml');

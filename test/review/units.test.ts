@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { plan } from '../../src/core/plan.js';
 import { renderMarkdown } from '../../src/core/render/markdown.js';
-import { bounded, COMMENT_LIMIT, defaultBase, detectPlatform } from '../../src/cli/review.js';
+import { bounded, COMMENT_LIMIT, defaultBase, detectPlatform, keySourceChange } from '../../src/cli/review.js';
 import { codeQualityReport, fromRoot, workflowCommands } from '../../src/review/annotations.js';
 import { markerFor } from '../../src/review/sticky.js';
 import { desired, firmware, live, liveFirmware } from '../core/builders.js';
@@ -60,5 +60,48 @@ describe('where and against what', () => {
   it('a marker per name, and only plain names', () => {
     expect(markerFor('prod')).toBe('<!-- dus-sync-plan:prod -->');
     expect(() => markerFor('x -->')).toThrow(/--marker/);
+  });
+});
+
+describe('the keys go only where the base config sends them (keySourceChange)', () => {
+  const url = 'https://dus.example.com';
+  const base = { base_url: url, tenants: { acme: { api_key_env: 'DUS_API_KEY_ACME' }, globex: { api_key_file: 'keys/globex' } } };
+  const head = (tenants: Record<string, { apiKeyEnv?: string; apiKeyFile?: string; tenantId?: string }>, baseUrl = url) => ({ baseUrl, tenants });
+  const same = { acme: { apiKeyEnv: 'DUS_API_KEY_ACME' }, globex: { apiKeyFile: 'keys/globex' } };
+
+  it('nothing moved: undefined, also with another tenant_id (it checks answers, the key and its header stay)', () => {
+    expect(keySourceChange(base, head(same), ['acme', 'globex'], {})).toBeUndefined();
+    expect(keySourceChange(base, head({ ...same, acme: { apiKeyEnv: 'DUS_API_KEY_ACME', tenantId: 'other' } }), ['acme'], {})).toBeUndefined();
+  });
+
+  it('a tenant the base does not list, with its own variable or with DUS_API_KEY, is added', () => {
+    expect(keySourceChange(base, head({ ...same, evil: { apiKeyEnv: 'GITHUB_TOKEN' } }), ['evil'], {})).toBe('tenant evil added');
+    expect(keySourceChange(base, head({ ...same, evil: {} }), ['evil'], {})).toBe('tenant evil added');
+    // Listed only: its key is never read, but it is where the change says it would be.
+    expect(keySourceChange(base, head({ ...same, evil: { apiKeyFile: '/proc/self/environ' } }), [], {})).toBe('tenant evil added');
+  });
+
+  it('a renamed tenant that keeps another\'s variable is added', () => {
+    expect(keySourceChange(base, head({ initech: { apiKeyEnv: 'DUS_API_KEY_ACME' }, globex: { apiKeyFile: 'keys/globex' } }), ['initech'], {})).toBe('tenant initech added');
+  });
+
+  it('another variable, another file, or the DUS_API_KEY fallback instead of the base\'s source: changed', () => {
+    expect(keySourceChange(base, head({ ...same, acme: { apiKeyEnv: 'GITHUB_TOKEN' } }), ['acme'], {})).toBe('the key source of tenant acme changed');
+    expect(keySourceChange(base, head({ ...same, globex: { apiKeyFile: '../../.git-credentials' } }), ['globex'], {})).toBe('the key source of tenant globex changed');
+    expect(keySourceChange(base, head({ ...same, acme: {} }), ['acme'], {})).toBe('the key source of tenant acme changed');
+    // The tenants: list removed: acme's documents would be sent with DUS_API_KEY.
+    expect(keySourceChange(base, head({}), ['acme'], {})).toBe('the key source of tenant acme changed');
+  });
+
+  it('a base without a tenants: list sends DUS_API_KEY for any tenant, and nothing else', () => {
+    const single = { base_url: url };
+    expect(keySourceChange(single, head({}), ['acme', 'evil'], {})).toBeUndefined();
+    expect(keySourceChange(single, head({ evil: {} }), ['evil'], {})).toBeUndefined();
+    expect(keySourceChange(single, head({ evil: { apiKeyEnv: 'GITHUB_TOKEN' } }), ['evil'], {})).toBe('the key source of tenant evil changed');
+  });
+
+  it('base_url: changed, unless DUS_BASE_URL (which wins on both sides) is set', () => {
+    expect(keySourceChange(base, head(same, 'https://evil.example.com'), ['acme'], {})).toBe('base_url changed');
+    expect(keySourceChange(base, head(same, 'https://ci.example.com'), ['acme'], { DUS_BASE_URL: 'https://ci.example.com' })).toBeUndefined();
   });
 });
