@@ -198,9 +198,10 @@ describe('a pass that applies changes', () => {
     write('dus-sync.yaml', config(safety));
     write('tenants/fw.yaml', fw);
     write('tenants/actions.yaml', act);
+    // The files were just written: appends go at once (--append-quiet is tested on its own).
     return createReconcilePass({
       cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock: { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() },
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), appendQuietMs: 0, log: memoryLogger(), clock: { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() },
     });
   }
 
