@@ -2,6 +2,7 @@
 import { access } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } from '../api/limits.js';
+import { baseUrlFault, baseUrlFaultMessage, type BaseUrlFault } from '../api/url.js';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
 import { checkSize, describeRange, inRange, MAX_FILE_SIZE, WATCH_INTERVAL_MS, SETTLE_WINDOW_MS } from '../limits.js';
 import type { ApiLimits, Config, ReadPolicy, ResolvedConfig, SyncWindow } from '../model/index.js';
@@ -98,6 +99,10 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
     // Sent in every request's path, kept by proxies' and servers' logs, and in the state folder's records.
     throw new UserError(`${envBaseUrl !== undefined ? 'the environment variable DUS_BASE_URL' : 'base_url'} holds an API key (shown as ${redact(baseUrl)}): a key in the address is sent in every request's path and kept in proxies' logs; remove it (a key goes in api_key_env or api_key_file), and rotate it`);
   }
+  // What the client would refuse whatever the flags (base_url's were issues at its line above), here
+  // and not at the first request: validate too must refuse an address plan cannot use.
+  const envFault = envBaseUrl !== undefined ? baseUrlFault(envBaseUrl) : undefined;
+  if (envBaseUrl !== undefined && envFault !== undefined) throw new UserError(envBaseUrlMessage(envBaseUrl, envFault));
   const envTenant = envValue(opts.env, 'DUS_TENANT');
   const listed = Object.keys(raw?.tenants ?? {});
   if (envTenant !== undefined && listed.length > 0 && !listed.includes(envTenant)) {
@@ -238,7 +243,7 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number, env: 
     let parsed: Position | undefined;
     const position: Position = (path, key) => (parsed ??= yamlPositionOf(shown, text, maxBytes))(path, key);
     const config = clean as Config;
-    const issues = [...apiKeyEnvIssues(clean, position), ...tenantNameIssues(config, position), ...defaultTenantIssues(config, position), ...intervalIssues(config, position), ...windowIssues(config, position, Date.now())];
+    const issues = [...apiKeyEnvIssues(clean, position), ...tenantNameIssues(config, position), ...defaultTenantIssues(config, position), ...intervalIssues(config, position), ...windowIssues(config, position, Date.now()), ...baseUrlIssues(config, position)];
     if (issues.length === 0) return { config, position };
   }
   const src = parseYamlSource(shown, text, maxBytes);
@@ -269,7 +274,7 @@ async function readConfigFile(file: string, cwd: string, maxBytes: number, env: 
   const issues: ConfigIssue[] = [...scanned, ...(ok ? [] : schemaIssues(src, doc, errors, new Set(scanned.map((i) => i.pointer)))), ...apiKeyEnvIssues(value, yamlPosition(src, doc))];
   const position = yamlPosition(src, doc);
   if (ok) {
-    issues.push(...tenantNameIssues(value as Config, position), ...defaultTenantIssues(value as Config, position), ...intervalIssues(value as Config, position), ...windowIssues(value as Config, position, Date.now()));
+    issues.push(...tenantNameIssues(value as Config, position), ...defaultTenantIssues(value as Config, position), ...intervalIssues(value as Config, position), ...windowIssues(value as Config, position, Date.now()), ...baseUrlIssues(value as Config, position));
   }
   if (issues.length > 0) throw new ConfigError(issues.sort((a, b) => a.line - b.line || a.column - b.column));
   return { config: value as Config, position };
@@ -341,6 +346,47 @@ function decoded(text: string): string {
     return decodeURIComponent(text);
   } catch {
     return text;
+  }
+}
+
+/** What a URL parser stops at, to look for when base_url or DUS_BASE_URL is not a URL. */
+const NOT_A_URL_HINT = 'look for a space, an IPv6 address without its closing ], a port above 65535, an empty host';
+
+/**
+ * base_url as the client reads it (parseBaseUrl): a value it would refuse whatever the flags is an
+ * issue at its line, in every command, validate included. Plain http to a host that is not
+ * loopback is not one: --insecure-http allows it, and the run that lacks it says so. A value
+ * holding a key is left to resolveConfig's sentence about the key, which never shows it.
+ */
+function baseUrlIssues(config: Config, position: Position): ConfigIssue[] {
+  const raw = config.base_url;
+  if (raw === undefined || holdsWholeKey(raw) || holdsWholeKey(decoded(raw))) return [];
+  const fault = baseUrlFault(raw);
+  if (fault === undefined) return [];
+  const at = { ...position(['base_url'], false), pointer: '/base_url' };
+  switch (fault.kind) {
+    case 'not-a-url':
+      return [{ ...at, message: `base_url ${redact(JSON.stringify(raw))} is not a URL (${NOT_A_URL_HINT}): write the API's address as https://host[:port][/prefix]` }];
+    case 'scheme':
+      return [{ ...at, message: 'base_url must start with http:// or https://' }];
+    case 'credentials':
+      return [{ ...at, message: 'base_url must not hold a user name or password (user:password@): remove it; a key goes in api_key_env or api_key_file' }];
+    case 'api-v1':
+      return [{ ...at, message: `base_url should not include /api/v1; dus-sync adds it: write ${redact(fault.base)}` }];
+  }
+}
+
+/** DUS_BASE_URL refused as the client would refuse it, naming the variable; its value is not quoted (for /api/v1, the address to set is named). */
+function envBaseUrlMessage(raw: string, fault: BaseUrlFault): string {
+  switch (fault.kind) {
+    case 'not-a-url':
+      return `the environment variable DUS_BASE_URL is not a URL (${NOT_A_URL_HINT}): set it to the API's address, as https://host[:port][/prefix]; ${NOT_SHOWN}`;
+    case 'credentials':
+      return `the environment variable DUS_BASE_URL must not hold a user name or password (user:password@): remove it, a key goes in DUS_API_KEY or the config; ${NOT_SHOWN}`;
+    case 'scheme': // (the shape was checked above: not reached)
+      return `the environment variable DUS_BASE_URL must be the API's address, starting with http:// or https://; ${NOT_SHOWN}`;
+    case 'api-v1': // The sentence the client has always given, naming the address to set; a key in it was refused above.
+      return baseUrlFaultMessage(raw, fault);
   }
 }
 

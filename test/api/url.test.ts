@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { apiPath, isLoopbackHost, parseBaseUrl, segment } from '../../src/api/url.js';
+import { apiPath, baseUrlFault, isLoopbackHost, parseBaseUrl, segment } from '../../src/api/url.js';
 import { UserError } from '../../src/errors.js';
 
 describe('parseBaseUrl', () => {
@@ -25,6 +25,22 @@ describe('parseBaseUrl', () => {
     expect(() => parseBaseUrl('ftp://h', false)).toThrow(UserError);
     expect(() => parseBaseUrl('not a url', false)).toThrow(UserError);
     expect(() => parseBaseUrl('https://u:p@h', false)).toThrow(UserError);
+  });
+});
+
+describe('baseUrlFault', () => {
+  it('names what parseBaseUrl refuses whatever the flags, and nothing it takes with --insecure-http', () => {
+    for (const url of ['http://127.0.0.1:99999', 'http://[::1', 'http://a b']) {
+      expect(baseUrlFault(url)).toEqual({ kind: 'not-a-url' });
+      expect(() => parseBaseUrl(url, true)).toThrow(UserError);
+    }
+    expect(baseUrlFault('https://u:p@h')).toEqual({ kind: 'credentials' });
+    expect(baseUrlFault('https://h/x/API/v1/')).toEqual({ kind: 'api-v1', url: 'https://h/x/API/v1', base: 'https://h/x' });
+    // Plain http to another host is for --insecure-http to allow, not a fault of the URL.
+    for (const url of ['http://127.0.0.1:65535', 'http://[::1]:8080', 'https://updates.example.com/dus/', 'http://dus.example.com']) {
+      expect(baseUrlFault(url)).toBeUndefined();
+      expect(parseBaseUrl(url, true).origin).toBe(new URL(url).origin);
+    }
   });
 });
 

@@ -119,6 +119,18 @@ describe('talking to the API', () => {
     expect(r.stderr).not.toMatch(/404|not found|\n\s+at /);
   });
 
+  it('validate points at a base_url that is not a URL, and plan refuses it at the same line', async () => {
+    const dir = writeTree({ 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\nbase_url: "http://127.0.0.1:99999"\ndefault_tenant: acme\n', 'a.yaml': FIRMWARE_HEAD });
+    const line = 'dus-sync.yaml:3:11: base_url "http://127.0.0.1:99999" is not a URL';
+    const v = await runCli(['validate'], { cwd: dir });
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain(line);
+    const p = await runCli(['plan'], { cwd: dir, env: { DUS_API_KEY: 'k-not-a-url' } });
+    expect(p.code).toBe(1);
+    expect(p.stdout + p.stderr).toContain(line);
+    expect(p.stderr).not.toMatch(/\n\s+at /);
+  });
+
   it('validate points at a base_url with /api/v1 in dus-sync.yaml', async () => {
     const dir = writeTree({ 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\nbase_url: https://dus.example.com/prefix/API/v1\ndefault_tenant: acme\n', 'a.yaml': FIRMWARE_HEAD });
     const r = await runCli(['validate'], { cwd: dir });

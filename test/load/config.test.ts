@@ -240,6 +240,56 @@ describe('a key in the address', () => {
   }
 });
 
+describe('base_url that is not a URL', () => {
+  const NOT_URLS = ['http://127.0.0.1:99999', 'http://[::1', 'http://a b'];
+  const body = (url: string) => `apiVersion: dus-sync/v1\nkind: Config\nbase_url: ${JSON.stringify(url)}\ntenants:\n  acme: { api_key_env: K }\n`;
+  for (const url of NOT_URLS) {
+    it(`base_url ${url} is an issue at its line, when the config is read (validate too)`, async () => {
+      const dir = folder(`base-url-${url.replace(/\W/g, '_')}`, { 'dus-sync.yaml': body(url) });
+      const err = await resolveConfig({ cwd: dir, env: {} }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).issues.map((i) => `${i.file}:${i.line}:${i.column}: ${i.message}`)).toEqual([
+        `dus-sync.yaml:3:11: base_url ${JSON.stringify(url)} is not a URL (look for a space, an IPv6 address without its closing ], a port above 65535, an empty host): write the API's address as https://host[:port][/prefix]`,
+      ]);
+    });
+    it(`DUS_BASE_URL=${url} is refused naming the variable, not its value`, async () => {
+      const dir = folder(`env-base-url-${url.replace(/\W/g, '_')}`, { 'dus-sync.yaml': body('https://updates.example.com') });
+      const err = await resolveConfig({ cwd: dir, env: { DUS_BASE_URL: url } }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(UserError);
+      expect((err as Error).message).toMatch(/^the environment variable DUS_BASE_URL is not a URL \(.*\): set it to the API's address, as https:\/\/host\[:port\]\[\/prefix\]; its value is not shown/);
+      expect((err as Error).message).not.toContain(url);
+    });
+  }
+  it('a user name or password in base_url is an issue at its line', async () => {
+    const dir = folder('base-url-userinfo', { 'dus-sync.yaml': body('https://user:pass@updates.example.com') });
+    const err = await resolveConfig({ cwd: dir, env: {} }).then(() => undefined, (e: unknown) => e);
+    expect((err as ConfigError).issues.map((i) => `${i.line}:${i.column}: ${i.message}`)).toEqual([
+      '3:11: base_url must not hold a user name or password (user:password@): remove it; a key goes in api_key_env or api_key_file',
+    ]);
+  });
+  it('takes a valid base_url, and plain http to another host (--insecure-http is for the run to allow)', async () => {
+    for (const url of ['http://127.0.0.1:65535', 'https://updates.example.com/dus/', 'http://updates.example.com']) {
+      const dir = folder(`base-url-ok-${url.replace(/\W/g, '_')}`, { 'dus-sync.yaml': body(url) });
+      expect((await resolveConfig({ cwd: dir, env: {} })).baseUrl).toBe(url);
+      expect((await resolveConfig({ cwd: dir, env: { DUS_BASE_URL: 'http://[::1]:8080' } })).baseUrl).toBe('http://[::1]:8080');
+    }
+  });
+  it('a key in a base_url that is not a URL is refused as a key, and never shown', async () => {
+    const KEY = 'Sup3rSecretKeyValue99';
+    for (const [name, config, env] of [
+      ['file', body(`http://[::1/${KEY}`), { K: KEY }],
+      ['env', body('https://updates.example.com'), { K: KEY, DUS_BASE_URL: `http://a b/${KEY}` }],
+    ] as const) {
+      const dir = folder(`base-url-key-${name}`, { 'dus-sync.yaml': config });
+      const err = await resolveConfig({ cwd: dir, env: { ...env } }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(UserError);
+      expect((err as Error).message).toMatch(/holds an API key \(shown as .*\[REDACTED\]/);
+      expect((err as Error).message).not.toContain(KEY);
+      clearSecretsForTests();
+    }
+  });
+});
+
 describe('the sentence says what is wrong', () => {
   const cases: [string, string, string][] = [
     ['an empty base_url', 'base_url:\n', 'dus-sync.yaml:3:10: base_url must be a string'],
