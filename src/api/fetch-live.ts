@@ -158,21 +158,25 @@ async function fetchTenant(client: TenantClient, wanted: Wanted, opts: TenantRea
   return { firmwares: firmwares.value, actions: byId, ...(errors.size > 0 ? { actionErrors: errors } : {}) };
 }
 
+/**
+ * A record while the index is built: two fields made with it (a wrapper of five was 64 bytes a
+ * record, held while the load and the reads overlap); `top` and `declared` are added to the few
+ * that need them.
+ */
 interface Accumulated {
-  /** The record as it is returned: its `bundles` is `first` until declared ones are merged in at the end. */
-  readonly record: { -readonly [K in keyof LiveFirmware]: LiveFirmware[K] };
-  /** Kept only as one of its component's highest versions: dropped when higher ones come. */
-  top?: boolean;
   /**
-   * The first BUNDLES_KEPT_PER_RECORD bundle versions in sorted order, sorted; the record's
-   * `bundles` is this same list. A record in one bundle (nearly all) shares that bundle's frozen
-   * list (`alone`) until a second bundle comes: a list each was 11 MB at 200,000 records.
+   * The record as it is returned. Until the end its `bundles` holds the first
+   * BUNDLES_KEPT_PER_RECORD bundle versions in sorted order (declared ones are merged in at the
+   * end); a record in one bundle (nearly all) shares that bundle's frozen list (`alone`) until a
+   * second bundle comes: a list each was 11 MB at 200,000 records.
    */
-  first: string[];
-  /** Declared bundle versions the record is in (the guard of plan asks for them by name); made when first needed. */
-  declared?: Set<string>;
+  readonly record: { -readonly [K in keyof LiveFirmware]: LiveFirmware[K] } & { bundles: string[] };
   /** Made as the how-manieth record of the list: the order of the numbers, should records be dropped later. */
   readonly seq: number;
+  /** Kept only as one of its component's highest versions: dropped when higher ones come. */
+  top?: boolean;
+  /** Declared bundle versions the record is in (the guard of plan asks for them by name); made when first needed. */
+  declared?: Set<string>;
 }
 
 /** Records kept per version number: more than one is an ambiguity the planner reports, and a server must not make it unbounded. */
@@ -333,13 +337,14 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
       return;
     }
     // Early, every bundle version is kept: which are declared, and so which are the first few, is not known yet.
-    if (Object.isFrozen(acc.first)) {
-      if (acc.first[0] === version) return;
-      acc.first = acc.record.bundles = acc.first.slice();
+    const first = acc.record.bundles;
+    if (Object.isFrozen(first)) {
+      if (first[0] === version) return;
+      acc.record.bundles = first.slice();
     }
-    spend(keepFirst(acc.first, version, early ? Infinity : BUNDLES_KEPT_PER_RECORD));
+    spend(keepFirst(acc.record.bundles, version, early ? Infinity : BUNDLES_KEPT_PER_RECORD));
   };
-  /** The frozen list of one bundle, shared by the records in it alone (see Accumulated.first). */
+  /** The frozen list of one bundle, shared by the records in it alone (see Accumulated.record). */
   const aloneLists = new Map<string, string[]>();
   const alone = (bundle: string): string[] => {
     let list = aloneLists.get(bundle);
@@ -351,7 +356,7 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   let N = early ? 0 : opts.satisfiers ?? 0;
   // All a record holds, its declared bundles included: a record evicted after the filter moved a
   // bundle of it to `declared` gave back all of it (the property test found 4 bytes kept).
-  const sizeOf = (a: Accumulated): number => recordSize(a.record) + a.first.reduce((n, v) => n + v.length, 0)
+  const sizeOf = (a: Accumulated): number => recordSize(a.record) + a.record.bundles.reduce((n, v) => n + v.length, 0)
     + (a.declared === undefined ? 0 : [...a.declared].reduce((n, v) => n + v.length, 0));
   // Told of each record evicted (settle counts the records each number holds).
   let evicted: ((version: string) => void) | undefined;
@@ -398,7 +403,6 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   /** A record and its first bundle (as addBundle would put it in), the list made at its size: a list grown from empty has room for 16 more. */
   const create = (fw: FirmwareBundle['firmwares'][number], bundle: string, why?: 'dependent' | 'top'): Accumulated => {
     const declared = declaredBundles?.has(bundle) === true;
-    const first: string[] = declared ? [] : alone(bundle);
     const acc: Accumulated = {
       record: {
         version_number: fw.version_number,
@@ -407,13 +411,12 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
         is_deactivated: fw.is_deactivated ?? null,
         uncompressed_size: fw.uncompressed_size ?? null,
         dependencies: fw.dependencies == null ? UNKNOWN_DEPENDENCIES : fw.dependencies.length === 0 ? NO_DEPENDENCIES : internDependencies(fw.dependencies),
-        bundles: first,
+        bundles: declared ? [] : alone(bundle),
       },
-      first,
       seq: made++,
-      ...(why === 'top' ? { top: true } : {}),
-      ...(declared ? { declared: new Set([bundle]) } : {}),
     };
+    if (why === 'top') acc.top = true;
+    if (declared) acc.declared = new Set([bundle]);
     spend(recordSize(acc.record) + bundle.length);
     return acc;
   };
@@ -447,13 +450,14 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
     declaredBundles = bundlesOf(filter);
     N = filter.satisfiers ?? 0;
     const trim = (acc: Accumulated): void => {
-      const all = acc.first;
+      const all = acc.record.bundles;
       // Nothing to move or drop (nearly every record): the list, shared or not, stays.
       if (all.length <= BUNDLES_KEPT_PER_RECORD && (declaredBundles === undefined || !all.some((v) => declaredBundles!.has(v)))) return;
-      acc.first = acc.record.bundles = [];
+      const kept: string[] = [];
+      acc.record.bundles = kept;
       for (const v of all) {
         if (declaredBundles?.has(v) === true) (acc.declared ??= new Set()).add(v);
-        else if (acc.first.length < BUNDLES_KEPT_PER_RECORD) acc.first.push(v);
+        else if (kept.length < BUNDLES_KEPT_PER_RECORD) kept.push(v);
         else spend(-v.length);
       }
     };
@@ -593,9 +597,10 @@ export async function indexFirmwares(pages: AsyncIterable<readonly FirmwareBundl
   // records; a list each was 10 MB at 200,000 records). No reader changes a record's list.
   const done = (acc: Accumulated): LiveFirmware => {
     // A list grown by splice has room for 16 more (V8's growth): kept as a copy of its length.
-    if (acc.declared !== undefined) acc.record.bundles = [...new Set([...acc.first, ...acc.declared])].sort();
-    else if (acc.first.length > 1) acc.record.bundles = acc.first.slice();
-    else if (acc.first.length === 1) acc.record.bundles = alone(acc.first[0]!);
+    const first = acc.record.bundles;
+    if (acc.declared !== undefined) acc.record.bundles = [...new Set([...first, ...acc.declared])].sort();
+    else if (first.length > 1) acc.record.bundles = first.slice();
+    else if (first.length === 1) acc.record.bundles = alone(first[0]!);
     return acc.record;
   };
   for (const [number, held] of byNumber) {
