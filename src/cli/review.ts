@@ -10,8 +10,8 @@
 //      found by its marker and its author, updated on every push.
 // Commenting is best effort: a token that may not comment (a fork's) is a warning, not a failure.
 // Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
-import { appendFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { basename, isAbsolute, relative, resolve } from 'node:path';
+import { appendFileSync, lstatSync, realpathSync, writeFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { connect, enforceSafety, fetchAndPlan, loadOrThrow, rolloutControl, tenantsOf } from '../agent/reconcile.js';
@@ -155,6 +155,13 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
  * the config is not the change's to write (no config file, or one outside the repository).
  */
 async function keysRedirected(config: ResolvedConfig, tenants: readonly string[], baseRef: string, _log: Logger): Promise<string | undefined> {
+  // A config reached through a link inside the repository: the base ref's file at the link's
+  // target may be another config (a staging one, with another base_url or key variable), and the
+  // change need only add the link. Only a config at its own path is compared.
+  if (config.file !== undefined) {
+    const link = await linkInRepository(logicalPath(config.file), config.dir);
+    if (link !== undefined) return `${basename(config.file)} is reached through the symbolic link ${link} in the repository`;
+  }
   let text: string | undefined;
   try {
     await readDesiredAtRef({
@@ -222,6 +229,38 @@ export function keySourceChange(raw: Record<string, unknown>, config: Pick<Resol
 }
 
 /** Whether the file, as named or as its link leads, lies in the git repository of `dir`. */
+/**
+ * The path as the shell that started review names it: the process's working folder is the
+ * physical one, so a folder replaced by a link (`working-directory: config`, config now a link to
+ * staging/) is seen only through PWD, when it leads to the same folder.
+ */
+function logicalPath(file: string): string {
+  const pwd = process.env.PWD;
+  if (pwd === undefined || !isAbsolute(pwd)) return file;
+  try {
+    if (realpathSync(pwd) !== realpathSync(process.cwd())) return file;
+  } catch {
+    return file;
+  }
+  return join(pwd, relative(process.cwd(), file));
+}
+
+/** The first symbolic link on the file's path inside the repository (itself included), relative to the repository, or undefined. */
+async function linkInRepository(file: string, dir: string): Promise<string | undefined> {
+  const root = await repoRootOf(dir);
+  if (root === undefined) return undefined;
+  let realRoot: string;
+  try { realRoot = realpathSync(root); } catch { return undefined; }
+  let found: string | undefined;
+  for (let p = resolve(file); ; p = dirname(p)) {
+    let real: string | undefined;
+    try { real = realpathSync(p); } catch { real = undefined; }
+    if (real === realRoot) return found === undefined ? undefined : relative(p, found) || basename(found);
+    try { if (lstatSync(p).isSymbolicLink()) found = p; } catch { /* gone: as named */ }
+    if (dirname(p) === p) return undefined;
+  }
+}
+
 async function insideRepository(file: string, dir: string): Promise<boolean> {
   const root = await repoRootOf(dir);
   if (root === undefined) return false;

@@ -4,11 +4,11 @@
 // annotations with paths from the repository's root when run from a subfolder; and the action's
 // run step, by bash, as a runner runs it.
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -384,14 +384,14 @@ describe('what a tester broke in review, each now a test', () => {
    * A base branch that sends the keys to `server` (its base_url), then the pull request's
    * change; review run with GITHUB_TOKEN (and DUS_API_KEY) in its environment, no DUS_BASE_URL.
    */
-  async function reviewOfChange(name: string, server: Served, change: (dir: string, config: string) => Promise<void> | void): Promise<Run> {
+  async function reviewOfChange(name: string, server: Served, change: (dir: string, config: string) => Promise<void> | void, extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
     const repo = await makeRepo(name);
     const config = join(repo.dir, 'dus-sync.yaml');
     writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`));
     await git(repo.root, 'commit', '-qam', 'point at the service');
     await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
     await change(repo.dir, config);
-    const env = baseEnv({ ...githubEnv(join(work, `summary-${name}.md`)), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_API_KEY: 'dev-key-fallback', DUS_SYNC_STATE_DIR: join(work, `state-${name}`) });
+    const env = baseEnv({ ...githubEnv(join(work, `summary-${name}.md`)), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_API_KEY: 'dev-key-fallback', DUS_SYNC_STATE_DIR: join(work, `state-${name}`), ...extraEnv });
     return exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
   }
   const evilAction = 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: evil }\nspec:\n  id: 7\n  phases: [ { name: x } ]\n';
@@ -454,6 +454,56 @@ describe('what a tester broke in review, each now a test', () => {
       expect(r.stderr).toMatch(/dus-sync\.yaml added in this change: the API keys are not sent where the change says/);
     } finally {
       await server.close();
+    }
+  });
+
+  it('a pull request that makes dus-sync.yaml a link to another config of the base branch (staging) sends no key: the keyless diff', async () => {
+    const server = await recorder();
+    const staging = await recorder();
+    try {
+      const r = await reviewOfChange('configlink', server, async (dir, config) => {
+        mkdirSync(join(dir, 'staging'));
+        writeFileSync(join(dir, 'staging', 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`).replace(/DUS_API_KEY_ACME/g, 'GITHUB_TOKEN'));
+        await git(dir, 'add', '-A');
+        await git(dir, 'commit', '-qm', 'a staging config');
+        await git(dir, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+        rmSync(config);
+        symlinkSync(join('staging', 'dus-sync.yaml'), config);
+        appendPhase(dir, 'wave-n');
+      });
+      expect(server.keys).toEqual([]);
+      expect(staging.keys).toEqual([]);
+      expect(r.stderr).toMatch(/^warning: dus-sync\.yaml is reached through the symbolic link (config\/)?dus-sync\.yaml in the repository in this change: the API keys are not sent where the change says/m);
+    } finally {
+      await server.close();
+      await staging.close();
+    }
+  });
+
+  it('the same with the config\'s folder made a link (the working-directory of the workflow): seen through PWD, no key sent', async () => {
+    const server = await recorder();
+    const staging = await recorder();
+    try {
+      let logical = '';
+      const r = await reviewOfChange('configdirlink', server, async (dir, config) => {
+        const root = dirname(dir);
+        cpSync(dir, join(root, 'staging'), { recursive: true });
+        writeFileSync(join(root, 'staging', 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`));
+        await git(root, 'add', '-A');
+        await git(root, 'commit', '-qm', 'a staging config');
+        await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+        rmSync(dir, { recursive: true });
+        symlinkSync('staging', dir);
+        appendPhase(join(root, 'staging'), 'wave-n');
+        logical = dir;
+      }, { PWD: join(work, 'configdirlink', 'config') });
+      expect(logical).not.toBe('');
+      expect(server.keys).toEqual([]);
+      expect(staging.keys).toEqual([]);
+      expect(r.stderr).toMatch(/^warning: dus-sync\.yaml is reached through the symbolic link config in the repository in this change/m);
+    } finally {
+      await server.close();
+      await staging.close();
     }
   });
 
