@@ -40,9 +40,26 @@ export function scanNodes(src: YamlSource, doc: Document.Parsed): ConfigIssue[] 
       return;
     }
     if (isMap(node)) {
+      // The field names JSON will carry: two keys that become one (1 and "1", true and "true") would set it twice unseen.
+      const names = new Map<string, string>();
       for (const pair of node.items) {
         if (!isPair(pair)) continue;
         const keyNode = pair.key as Node | null;
+        const keyKind = notJsonKind(keyNode);
+        if (keyKind !== undefined) {
+          // A date as a field name is sent as Date's text, which depends on the host's time zone.
+          issues.push(issueAt(src.file, src.lineCounter, offsetOf(keyNode!), toPointer(path), `a field name here is ${keyKind}, which the API's JSON cannot carry as it is written: write it as a quoted string`));
+          continue;
+        }
+        if (isScalar(keyNode) && keyNode.value !== null && typeof keyNode.value !== 'object') {
+          const name = String(keyNode.value);
+          const before = names.get(name);
+          if (before !== undefined) {
+            issues.push(issueAt(src.file, src.lineCounter, offsetOf(keyNode), toPointer([...path, name]), `the field "${name}" is set twice here (as ${before} and as ${sourceText(src, keyNode)}), which JSON carries as one field; keep one`));
+            continue;
+          }
+          names.set(name, sourceText(src, keyNode));
+        }
         if (isAlias(keyNode)) {
           // yaml's duplicate-key check does not see through an alias: `*k : x` beside the key &k
           // names would set that key twice, and a reviewer reads the first.

@@ -202,6 +202,15 @@ describe('a value JSON cannot carry (a YAML 1.1 or tagged timestamp, !!binary, !
     expect(parsed.issues.map((i) => [i.line, i.message.slice(0, message.length)])).toEqual([[line, message]]);
     expect(parsed.issues[0]!.message).toContain('write it as a quoted string');
   });
+  it('a date as a field name (sent as text that depends on the time zone), and two names JSON carries as one, are issues at their line', () => {
+    const key = (text: string) => parseFile({ path: 'a.yaml', text: `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 7\n  phases:\n    - name: wave\n      info: ${text}\n` }, config).issues.map((i) => [i.line, i.message.slice(0, 60)]);
+    expect(key('{ ? !!timestamp 2024-01-01 : x }')).toEqual([[8, 'a field name here is a YAML timestamp (a date), which the AP']]);
+    expect(key('{ ? !!binary aGVsbG8= : x }')).toEqual([[8, 'a field name here is YAML binary data (!!binary), which the ']]);
+    expect(key('{ 1: 10, "1": 20 }')).toEqual([[8, 'the field "1" is set twice here (as 1 and as "1"), which JSO']]);
+    expect(key('{ true: a, "true": b }')).toEqual([[8, 'the field "true" is set twice here (as true and as "true"), ']]);
+    expect(key('{ a: 1, b: 2, "2": 3 }')).toEqual([]);
+  });
+
   it('a quoted date, and a plain one under YAML 1.2, are strings and no issue', () => {
     for (const text of [action('"2024-06-01"'), action('2024-06-01')]) expect(parseFile({ path: 'a.yaml', text }, config).issues).toEqual([]);
   });
