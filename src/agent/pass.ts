@@ -233,6 +233,9 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
 
 export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; close(): Promise<void> } {
   const cache = new Map<string, CachedFile>();
+  // --append-quiet: each file's stamp as this process first saw it, on its own clock. A change
+  // time ahead of the clock (a server's skew, a file from elsewhere) still comes of age.
+  const quietSeen = new Map<string, { readonly stamp: string; readonly since: number }>();
   /** The parseKey the cached parses were made for. */
   let cacheKey: string | undefined;
   let client: { key: string; api: ApiClient } | undefined;
@@ -550,6 +553,8 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
         return { report: done, fresh: again.plan };
       });
       for (const r of report.results) {
+        // Held back as it was about to be written (the file is still new, a window closed): why.
+        if (r.status === 'skipped' && r.message !== undefined) opts.log.info(`waiting: ${r.change.kind} ${r.change.key} in ${r.change.tenant}: ${r.message}`, where(r.change));
         if (r.status === 'failed') opts.log.warn(`failed: ${r.change.kind} ${r.change.key} in ${r.change.tenant}: ${r.message ?? ''}`, where(r.change));
       }
       for (const d of report.diverged) opts.log.error(`diverged: ${d}`);
@@ -642,9 +647,13 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
       if (was === undefined || now === undefined || now !== was.stamp) return `${shown} changed during the pass, so it was not written; the next pass plans it from the new file`;
       // A phase only from a file left alone for a while: a writer that paused mid-file left
       // valid YAML holding half a phase (a name cut short, a phase before its trigger_on line).
-      // The change time too: a modification time can be set back (touch -d, cp -p).
+      // By the change time, which every write sets and nobody can set back or ahead (touch -d,
+      // cp -p and tar set the modification time), or by how long this process has seen the file
+      // unchanged, whichever is longer.
       if (c.kind === 'phase' && quiet.ms > 0) {
-        const age = Date.now() - Math.max(st!.mtimeMs, st!.ctimeMs);
+        let seen = quietSeen.get(path);
+        if (seen === undefined || seen.stamp !== now) quietSeen.set(path, seen = { stamp: now, since: performance.now() });
+        const age = Math.max(Date.now() - st!.ctimeMs, performance.now() - seen.since);
         if (age < quiet.ms) {
           const wait = Math.max(1, Math.ceil(quiet.ms - age));
           quiet.againInMs = Math.max(quiet.againInMs ?? 0, wait);

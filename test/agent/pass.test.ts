@@ -1,6 +1,6 @@
 // One reconcile pass as watch runs it, against the emulator, with a clock the test moves: what a
 // pass with a conflict says, and how often it says it.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -123,6 +123,36 @@ describe('a phase from a file just written (--append-quiet)', () => {
       expect(third.applied).toEqual([{ tenant: 'acme', kind: 'phase' }]);
       expect(third.againInMs).toBeUndefined();
       expect(live()).toEqual(['canary', 'general-availability']);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('a phase from a file whose modification time is ahead of the clock (cp -p, tar, a skewed server)', () => {
+  it('is appended once the file has been unchanged for the quiet period, not at that future time', async () => {
+    emulator = await startEmulator({ seed });
+    dir = mkdtempSync(join(tmpdir(), 'dus-pass-future-'));
+    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
+    write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: wave-1 }\n');
+    const future = new Date(Date.now() + 30 * 24 * HOUR);
+    utimesSync(join(dir, 'tenants/actions.yaml'), future, future);
+    const log = memoryLogger();
+    const { pass, close } = createReconcilePass({
+      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
+      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), appendQuietMs: 1000, log,
+      clock: { now: () => Date.now(), sleep: (ms: number) => new Promise((r) => setTimeout(r, ms)) },
+    });
+    const signal = new AbortController().signal;
+    try {
+      const first = await pass({ reason: 'start' }, signal);
+      expect(first.applied).toEqual([]);
+      expect(first.againInMs).toBeLessThanOrEqual(1000);
+      // Why it waits is said, not only "skipped 1".
+      expect(log.lines.some((l) => l.level === 'info' && /^waiting: phase 42 in acme: .*--append-quiet/.test(l.msg))).toBe(true);
+      await new Promise((r) => setTimeout(r, first.againInMs! + 50));
+      const second = await pass({ reason: 'retry' }, signal);
+      expect(second.applied).toEqual([{ tenant: 'acme', kind: 'phase' }]);
     } finally {
       await close();
     }
