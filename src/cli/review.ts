@@ -26,7 +26,7 @@ import { VERSION } from '../version.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
 import type { Logger, Plan, ResolvedConfig } from '../model/index.js';
 import { redact, redactDeep, registerSecret } from '../redact.js';
-import { codeQualityReport, rebaseAll, repoRootOf, workflowCommands, type Finding } from '../review/annotations.js';
+import { codeQualityReport, rebaseAll, repoRootOf, superprojectOf, workflowCommands, type Finding } from '../review/annotations.js';
 import { HostError } from '../review/http.js';
 import { githubTarget, gitlabTarget, markerFor, type StickyTarget } from '../review/sticky.js';
 import { setup } from './common.js';
@@ -158,6 +158,10 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
   // A config reached through a link inside the repository: the base ref's file at the link's
   // target may be another config (a staging one, with another base_url or key variable), and the
   // change need only add the link. Only a config at its own path is compared.
+  // A config in a submodule: its base ref is the submodule's own, which the change can point
+  // anywhere (the working-directory replaced by a submodule of another repository).
+  const superproject = await superprojectOf(config.dir);
+  if (superproject !== undefined) return `the config is in a git submodule of ${superproject}`;
   if (config.file !== undefined) {
     const link = await linkInRepository(logicalPath(config.file), config.dir);
     if (link !== undefined) return `${basename(config.file)} is reached through the symbolic link ${link} in the repository`;

@@ -45,6 +45,11 @@ export function scanNodes(src: YamlSource, doc: Document.Parsed): ConfigIssue[] 
       for (const pair of node.items) {
         if (!isPair(pair)) continue;
         const keyNode = pair.key as Node | null;
+        if (keyNode === null || (isScalar(keyNode) && keyNode.value === null)) {
+          // A null field name (`~:`, `? ` alone, `!!null ""`) is sent as "" or "null" by what sits beside it.
+          issues.push(issueAt(src.file, src.lineCounter, offsetOf((keyNode ?? pair.value ?? node) as Node), toPointer(path), 'a field name here is null (~, empty, or !!null), which JSON carries as "" or "null" depending on the names beside it: write it as a quoted string'));
+          continue;
+        }
         const keyKind = notJsonKind(keyNode);
         if (keyKind !== undefined) {
           // A date as a field name is sent as Date's text, which depends on the host's time zone.

@@ -30,6 +30,14 @@ export function repoRootOf(cwd: string): Promise<string | undefined> {
   });
 }
 
+/** The working tree of the repository whose submodule holds `cwd`, or undefined (not a submodule, or no git). */
+export function superprojectOf(cwd: string): Promise<string | undefined> {
+  return new Promise((done) => {
+    execFile('git', ['rev-parse', '--show-superproject-working-tree'], { cwd, timeout: 10_000, encoding: 'utf8', env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' } },
+      (err, stdout) => done(err ? undefined : stdout.trim() || undefined));
+  });
+}
+
 function real(path: string): string {
   try {
     return realpathSync(path);

@@ -209,6 +209,13 @@ describe('a value JSON cannot carry (a YAML 1.1 or tagged timestamp, !!binary, !
     expect(key('{ 1: 10, "1": 20 }')).toEqual([[8, 'the field "1" is set twice here (as 1 and as "1"), which JSO']]);
     expect(key('{ true: a, "true": b }')).toEqual([[8, 'the field "true" is set twice here (as true and as "true"), ']]);
     expect(key('{ a: 1, b: 2, "2": 3 }')).toEqual([]);
+    // A null name is sent as "" or "null" by what sits beside it: refused, whichever way it is written.
+    for (const text of ['{ !!null "": a, "": b }', '{ !!null "": a }']) {
+      expect(key(text).map(([line, m]) => [line, String(m).slice(0, 30)])).toEqual([[8, 'a field name here is null (~, ']]);
+    }
+    expect(key('{ "": a }')).toEqual([]);
+    // An empty key beside "" (the fast path's reading: "null" and "", apart, as the plan shows and apply sends).
+    expect(key('{ ? , "": b }')).toEqual([]);
   });
 
   it('a quoted date, and a plain one under YAML 1.2, are strings and no issue', () => {

@@ -1,9 +1,13 @@
 // The bounds of review's comment, and the path re-basing, without a process or a server.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { plan } from '../../src/core/plan.js';
 import { renderMarkdown } from '../../src/core/render/markdown.js';
 import { bounded, COMMENT_LIMIT, defaultBase, detectPlatform, keySourceChange } from '../../src/cli/review.js';
-import { codeQualityReport, fromRoot, workflowCommands } from '../../src/review/annotations.js';
+import { codeQualityReport, fromRoot, superprojectOf, workflowCommands } from '../../src/review/annotations.js';
 import { markerFor } from '../../src/review/sticky.js';
 import { desired, firmware, live, liveFirmware } from '../core/builders.js';
 
@@ -103,5 +107,27 @@ describe('the keys go only where the base config sends them (keySourceChange)', 
   it('base_url: changed, unless DUS_BASE_URL (which wins on both sides) is set', () => {
     expect(keySourceChange(base, head(same, 'https://evil.example.com'), ['acme'], {})).toBe('base_url changed');
     expect(keySourceChange(base, head(same, 'https://ci.example.com'), ['acme'], { DUS_BASE_URL: 'https://ci.example.com' })).toBeUndefined();
+  });
+});
+
+describe('superprojectOf (review sends no key from a config in a submodule: its base ref is the submodule\'s own)', () => {
+  it('names the outer working tree for a folder of a submodule, and nothing for the outer repository or a plain folder', () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'dus-submodule-')));
+    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'protocol.file.allow=always', ...args], { cwd, encoding: 'utf8', env: { ...process.env, GIT_CEILING_DIRECTORIES: root } });
+    const inner = join(root, 'inner');
+    mkdirSync(inner);
+    git(inner, 'init', '-q', '-b', 'main');
+    writeFileSync(join(inner, 'dus-sync.yaml'), 'apiVersion: dus-sync/v1\nkind: Config\n');
+    git(inner, 'add', '-A');
+    git(inner, 'commit', '-qm', 'staging');
+    const outer = join(root, 'outer');
+    mkdirSync(outer);
+    git(outer, 'init', '-q', '-b', 'main');
+    git(outer, 'submodule', '-q', 'add', inner, 'config');
+    return Promise.all([superprojectOf(join(outer, 'config')), superprojectOf(outer), superprojectOf(root)]).then(([sub, top, none]) => {
+      expect(sub).toBe(outer);
+      expect(top).toBeUndefined();
+      expect(none).toBeUndefined();
+    });
   });
 });
