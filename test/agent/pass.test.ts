@@ -31,6 +31,21 @@ function write(path: string, text: string): void {
   writeFileSync(join(dir!, path), text);
 }
 
+const CONFIG = 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n';
+const realClock = { now: () => Date.now(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
+
+/** The emulator, a repository in a new folder (dus-sync.yaml and `files`), and a pass against them; `extra` overrides the pass's options. */
+async function passOver(prefix: string, files: Record<string, string>, extra: Partial<Parameters<typeof createReconcilePass>[0]> = {}): Promise<ReturnType<typeof createReconcilePass>> {
+  emulator = await startEmulator({ seed });
+  dir = mkdtempSync(join(tmpdir(), prefix));
+  write('dus-sync.yaml', CONFIG);
+  for (const [path, text] of Object.entries(files)) write(path, text);
+  return createReconcilePass({
+    cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
+    concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock: realClock, ...extra,
+  });
+}
+
 const HOUR = 60 * 60_000;
 
 describe('a pass with a conflict', () => {
@@ -93,17 +108,11 @@ describe('a pass with a conflict', () => {
 
 describe('a phase from a file just written (--append-quiet)', () => {
   it('waits until the file has been unchanged for the quiet period, then is appended by the pass the result asks for; firmware writes do not wait', async () => {
-    emulator = await startEmulator({ seed });
-    dir = mkdtempSync(join(tmpdir(), 'dus-pass-quiet-'));
-    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
-    // A writer that paused mid-file: valid YAML holding a phase name cut short.
-    write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: general }\n');
-    write('tenants/fw.yaml', 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", is_deactivated: true }\n');
-    const { pass, close } = createReconcilePass({
-      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), appendQuietMs: 1500, log: memoryLogger(),
-      clock: { now: () => Date.now(), sleep: (ms: number) => new Promise((r) => setTimeout(r, ms)) },
-    });
+    const { pass, close } = await passOver('dus-pass-quiet-', {
+      // A writer that paused mid-file: valid YAML holding a phase name cut short.
+      'tenants/actions.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: general }\n',
+      'tenants/fw.yaml': 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "2.4.1", is_deactivated: true }\n',
+    }, { appendQuietMs: 1500 });
     const signal = new AbortController().signal;
     const live = () => emulator!.store.getAction('acme', 42)!.phases.map((p) => p.name);
     try {
@@ -115,7 +124,7 @@ describe('a phase from a file just written (--append-quiet)', () => {
       expect(live()).toEqual(['canary']);
       // The rest of the file comes within the quiet period: the half phase is never appended.
       write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: general-availability }\n');
-      const second = await pass({ reason: 'file-change', files: [join(dir, 'tenants/actions.yaml')] }, signal);
+      const second = await pass({ reason: 'file-change', files: [join(dir!, 'tenants/actions.yaml')] }, signal);
       expect(second.applied).toEqual([]);
       expect(live()).toEqual(['canary']);
       await new Promise((r) => setTimeout(r, second.againInMs! + 50));
@@ -131,18 +140,12 @@ describe('a phase from a file just written (--append-quiet)', () => {
 
 describe('a phase from a file whose modification time is ahead of the clock (cp -p, tar, a skewed server)', () => {
   it('is appended once the file has been unchanged for the quiet period, not at that future time', async () => {
-    emulator = await startEmulator({ seed });
-    dir = mkdtempSync(join(tmpdir(), 'dus-pass-future-'));
-    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
-    write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: wave-1 }\n');
-    const future = new Date(Date.now() + 30 * 24 * HOUR);
-    utimesSync(join(dir, 'tenants/actions.yaml'), future, future);
     const log = memoryLogger();
-    const { pass, close } = createReconcilePass({
-      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), appendQuietMs: 1000, log,
-      clock: { now: () => Date.now(), sleep: (ms: number) => new Promise((r) => setTimeout(r, ms)) },
-    });
+    const { pass, close } = await passOver('dus-pass-future-', {
+      'tenants/actions.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  phases:\n    - { name: canary }\n    - { name: wave-1 }\n',
+    }, { appendQuietMs: 1000, log });
+    const future = new Date(Date.now() + 30 * 24 * HOUR);
+    utimesSync(join(dir!, 'tenants/actions.yaml'), future, future);
     const signal = new AbortController().signal;
     try {
       const first = await pass({ reason: 'start' }, signal);
@@ -180,18 +183,13 @@ describe('RepeatLimiter', () => {
 
 describe('a pass whose every write is held back', () => {
   it('says what waits, not "in sync": in its message, its synced tenants (dus_sync_last_applied_info) and the status page\'s state', async () => {
-    emulator = await startEmulator({ seed });
-    dir = mkdtempSync(join(tmpdir(), 'dus-pass-held-'));
-    write('dus-sync.yaml', 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n');
-    write('tenants/actions.yaml', 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  paused: true\n  phases:\n    - { name: canary }\n    - { name: wave-1 }\n');
-    const { pass, close } = createReconcilePass({
-      cwd: dir, env: { DUS_BASE_URL: emulator.url, DUS_API_KEY_ACME: KEY, GIT_CEILING_DIRECTORIES: dir }, filter: {}, dryRun: false,
-      concurrency: 2, journal: join(dir, 'state', 'j.jsonl'), log: memoryLogger(), clock: { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() },
-    });
+    const { pass, close } = await passOver('dus-pass-held-', {
+      'tenants/actions.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: acme }\nspec:\n  id: 42\n  paused: true\n  phases:\n    - { name: canary }\n    - { name: wave-1 }\n',
+    }, { clock: { now: () => 1_700_000_000_000, sleep: () => Promise.resolve() } });
     try {
       const r = await pass({ reason: 'start' }, new AbortController().signal);
       expect(r.message).toMatch(/^held: 1 object waiting \(action 42 is paused .*\); nothing to apply now \(0 unchanged\)$/);
-      expect(emulator.store.getAction('acme', 42)!.phases).toHaveLength(1);
+      expect(emulator!.store.getAction('acme', 42)!.phases).toHaveLength(1);
       // Not the revision the live state matches: wave-1 is not live.
       expect(r.synced).toEqual([]);
       const acme = r.detail!.tenants.find((t) => t.tenant === 'acme')!;
