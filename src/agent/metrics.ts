@@ -5,7 +5,7 @@
 // templated route, build and revision info series).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { VERSION } from '../version.js';
-import { isHealthy, OBJECT_STATES, type ObjectCounts, type PassOutcome, type PassResult } from './types.js';
+import { isHealthy, mapOf, OBJECT_STATES, type ObjectCounts, type PassOutcome, type PassResult } from './types.js';
 
 export interface ApiRequestEvent {
   readonly method: string;
@@ -155,8 +155,8 @@ export class AgentMetrics {
     if (PLANNED.has(result.result)) {
       // The state after the pass: a pass that wrote tells what is left once its writes were verified.
       const objects = result.after ?? result.objects;
-      replace(this.driftObjects, result.after ? pick(result.after, 'drift') : result.drift);
-      replace(this.conflicts, result.after ? pick(result.after, 'conflict') : result.conflicts);
+      replace(this.driftObjects, result.after ? mapOf(result.after, (c) => c.drift) : result.drift);
+      replace(this.conflicts, result.after ? mapOf(result.after, (c) => c.conflict) : result.conflicts);
       if (result.held) {
         this.heldObjects.reset();
         const counts = new Map<string, { tenant: string; reason: string; n: number }>();
@@ -239,10 +239,6 @@ export function statusClass(status: number | string | undefined): string {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function pick(objects: ReadonlyMap<string, ObjectCounts>, state: keyof ObjectCounts): Map<string, number> {
-  return new Map([...objects].map(([tenant, counts]) => [tenant, counts[state]]));
 }
 
 // A tenant that left the config must leave the gauge too, so it is rebuilt on every plan.

@@ -29,7 +29,7 @@ import { mergeLive, refreshLive, type RefreshTargets } from '../api/fetch-live.j
 import { editedObjects } from '../core/edited.js';
 import { resourcesKey } from './targets.js';
 import { editBetween, indexDesired, replan, type DesiredIndex, type Edit } from '../core/replan.js';
-import type { ObjectCounts, PassResult, PassTrigger, ReconcilePass } from './types.js';
+import { mapOf, type ObjectCounts, type PassResult, type PassTrigger, type ReconcilePass } from './types.js';
 
 export interface PassOptions {
   readonly configFile?: string;
@@ -195,9 +195,6 @@ function countObjects(plan: Plan): number {
   return new Set(plan.changes.map((c) => `${c.tenant}\0${c.kind === 'firmware' ? 'firmware' : 'action'}\0${c.key}`)).size;
 }
 
-function mapOf(objects: ReadonlyMap<string, ObjectCounts>, pick: (c: ObjectCounts) => number): Map<string, number> {
-  return new Map([...objects].map(([t, c]) => [t, pick(c)]));
-}
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;

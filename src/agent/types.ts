@@ -90,3 +90,8 @@ export function isHealthy(result: PassOutcome): boolean {
   // suspend is an operator's deliberate stop from git: the agent works, it just may not write.
   return result === 'success' || result === 'suspended';
 }
+
+/** One count of each tenant's objects by state (the drift, the conflicts), as a gauge takes it. */
+export function mapOf(objects: ReadonlyMap<string, ObjectCounts>, pick: (c: ObjectCounts) => number): Map<string, number> {
+  return new Map([...objects].map(([t, c]) => [t, pick(c)]));
+}
