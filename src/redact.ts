@@ -255,12 +255,9 @@ function safeJson(value: unknown): string {
 
 const W = MIN_FRAGMENT;
 const B = 0x01000193;
-/** B^(W-1) mod 2^32, to drop the oldest character from the rolling hash. */
-const POW = (() => {
-  let p = 1;
-  for (let i = 0; i < W - 1; i++) p = Math.imul(p, B);
-  return p;
-})();
+/** The sampled grams: Q characters every STEP, so that every run of W characters holds one. */
+const Q = 4; // scan writes the hash of a gram out for 4 characters
+const STEP = W - Q + 1;
 const BITS = 20;
 /**
  * Characters a reader takes for one another are compared as one: a space and `+` (forms write a
@@ -288,8 +285,10 @@ interface Matcher {
   readonly forms: readonly string[];
   /** Each 8-character window of a form → [form index, offset] pairs, flattened. */
   readonly seeds: ReadonlyMap<string, readonly number[]>;
-  /** A bitmap of the windows' hashes: most positions of a text are rejected by one lookup. */
+  /** A bitmap of the windows' hashes: a candidate window is rejected by one lookup. */
   readonly bits: Uint32Array;
+  /** A bitmap of the hashes of every Q-character gram of the forms: the sampled grams are looked up here first. */
+  readonly grams: Uint32Array;
   /** Keys too short for the fragment rule (and their base64), matched whole. */
   readonly whole: readonly string[];
   /** The length of the shortest text that can hold a match. */
@@ -341,18 +340,23 @@ function compile(keys: readonly string[]): Matcher {
   const list = [...new Set([...forms].map(fold))];
   const seeds = new Map<string, number[]>();
   const bits = new Uint32Array((MASK + 1) >>> 5);
+  const grams = new Uint32Array((MASK + 1) >>> 5);
   list.forEach((form, f) => {
     for (let off = 0; off + W <= form.length; off++) {
       const window = form.slice(off, off + W);
       const at = seeds.get(window);
       if (at) at.push(f, off);
       else seeds.set(window, [f, off]);
-      const idx = mix(hashOf(window, 0));
+      const idx = mix(hashOf(window, 0, W));
       bits[idx >>> 5]! |= 1 << (idx & 31);
+    }
+    for (let off = 0; off + Q <= form.length; off++) {
+      const idx = mix(hashOf(form, off, Q));
+      grams[idx >>> 5]! |= 1 << (idx & 31);
     }
   });
   const wholeList = [...whole].filter((w) => w.length >= MIN_SECRET);
-  return { forms: list, seeds, bits, whole: wholeList, shortest: Math.min(W, ...wholeList.map((w) => w.length)) };
+  return { forms: list, seeds, bits, grams, whole: wholeList, shortest: Math.min(W, ...wholeList.map((w) => w.length)) };
 }
 
 /** The folded window of W characters at `from`: the text itself, unless it holds a foldable character. */
@@ -364,9 +368,10 @@ function foldWindow(s: string, from: number): string {
   return s.slice(from, from + W);
 }
 
-function hashOf(s: string, from: number): number {
+/** The hash of the `length` characters at `from`, folded. */
+function hashOf(s: string, from: number, length: number): number {
   let h = 0;
-  for (let i = from; i < from + W; i++) h = (Math.imul(h, B) + FOLD[s.charCodeAt(i)]!) | 0;
+  for (let i = from; i < from + length; i++) h = (Math.imul(h, B) + FOLD[s.charCodeAt(i)]!) | 0;
   return h;
 }
 
@@ -401,33 +406,43 @@ function findRegions(text: string, m: Matcher): Region[] {
   return regions;
 }
 
+/**
+ * Every window of W characters that starts a fragment of a form, each extended to the whole run
+ * it shares with the form. Only every STEP-th gram of Q characters is looked at: a run of W or
+ * more characters holds one of them whole (its first STEP positions hold a sampled start, and
+ * that gram ends inside the run, as Q + STEP - 1 = W). Only when the sampled gram is a gram of a
+ * form are the STEP windows that hold it hashed and looked up. Text is mostly rejected at a
+ * fraction of the work of a rolling hash per character.
+ */
 function scan(view: string, m: Matcher, add: (start: number, end: number) => void): void {
   const n = view.length;
   if (n < W) return;
-  const { bits, seeds, forms } = m;
-  let h = hashOf(view, 0);
-  for (let i = 0; ; i++) {
-    const idx = mix(h);
-    if ((bits[idx >>> 5]! & (1 << (idx & 31))) !== 0) {
+  const { bits, grams, seeds, forms } = m;
+  for (let j = 0; j + Q <= n; j += STEP) {
+    // hashOf(view, j, Q), written out: this line is most of the time redaction takes.
+    const g = mix((Math.imul((Math.imul((Math.imul(FOLD[view.charCodeAt(j)]!, B) + FOLD[view.charCodeAt(j + 1)]!) | 0, B)
+      + FOLD[view.charCodeAt(j + 2)]!) | 0, B) + FOLD[view.charCodeAt(j + 3)]!) | 0);
+    if ((grams[g >>> 5]! & (1 << (g & 31))) === 0) continue;
+    // The windows holding the gram at j: they start at j - STEP + 1 to j, and end in the text.
+    for (let i = Math.max(0, j - STEP + 1); i <= j && i + W <= n; i++) {
+      const idx = mix(hashOf(view, i, W));
+      if ((bits[idx >>> 5]! & (1 << (idx & 31))) === 0) continue;
       const at = seeds.get(foldWindow(view, i));
-      if (at) {
-        let start = i;
-        let end = i + W;
-        for (let k = 0; k < at.length; k += 2) {
-          const form = forms[at[k]!]!;
-          const off = at[k + 1]!;
-          let left = 0;
-          while (left < i && left < off && FOLD[view.charCodeAt(i - left - 1)] === form.charCodeAt(off - left - 1)) left++;
-          let right = 0;
-          while (i + W + right < n && off + W + right < form.length && FOLD[view.charCodeAt(i + W + right)] === form.charCodeAt(off + W + right)) right++;
-          start = Math.min(start, i - left);
-          end = Math.max(end, i + W + right);
-        }
-        add(start, end);
+      if (!at) continue;
+      let start = i;
+      let end = i + W;
+      for (let k = 0; k < at.length; k += 2) {
+        const form = forms[at[k]!]!;
+        const off = at[k + 1]!;
+        let left = 0;
+        while (left < i && left < off && FOLD[view.charCodeAt(i - left - 1)] === form.charCodeAt(off - left - 1)) left++;
+        let right = 0;
+        while (i + W + right < n && off + W + right < form.length && FOLD[view.charCodeAt(i + W + right)] === form.charCodeAt(off + W + right)) right++;
+        start = Math.min(start, i - left);
+        end = Math.max(end, i + W + right);
       }
+      add(start, end);
     }
-    if (i + W >= n) break;
-    h = (Math.imul(h - Math.imul(FOLD[view.charCodeAt(i)]!, POW), B) + FOLD[view.charCodeAt(i + W)]!) | 0;
   }
 }
 

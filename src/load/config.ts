@@ -319,9 +319,10 @@ export function tenantNameIssues(config: Config, position: Position): ConfigIssu
   const byName = new Map<string, string>();
   const byId = new Map<string, string>();
   for (const [name, t] of Object.entries(config.tenants ?? {})) {
-    const at = { ...position(['tenants', name], true), pointer: `/tenants/${name.replace(/~/g, '~0').replace(/\//g, '~1')}` };
+    // Where it was written is parsed only for an issue: a clean config is read without it.
+    const at = () => ({ ...position(['tenants', name], true), pointer: `/tenants/${name.replace(/~/g, '~0').replace(/\//g, '~1')}` });
     if (/^\s|\s$/.test(name) || [...name].some((c) => c < ' ' || c === '\u007f')) {
-      issues.push({ ...at, message: `the tenant name ${JSON.stringify(name)} has a space at an end or a control character, which the x-service-tenant header cannot carry as written (servers trim it, so it could name another tenant); write the name without it` });
+      issues.push({ ...at(), message: `the tenant name ${JSON.stringify(name)} has a space at an end or a control character, which the x-service-tenant header cannot carry as written (servers trim it, so it could name another tenant); write the name without it` });
       continue;
     }
     const folded = tenantFold(name);
@@ -331,7 +332,7 @@ export function tenantNameIssues(config: Config, position: Position): ConfigIssu
     if (sameName !== undefined || sameId !== undefined) {
       const other = sameName ?? sameId!;
       const why = sameName !== undefined ? 'their names differ only in case, which a server may ignore' : `their tenant_id is the same to the API, "${id}" without case`;
-      issues.push({ ...at, message: `tenants "${name}" and "${other}" may be one tenant to the service (${why}): as two entries they would be planned and applied apart, and could append the same phase twice; keep one entry per tenant` });
+      issues.push({ ...at(), message: `tenants "${name}" and "${other}" may be one tenant to the service (${why}): as two entries they would be planned and applied apart, and could append the same phase twice; keep one entry per tenant` });
       continue;
     }
     byName.set(folded, name);

@@ -136,6 +136,29 @@ describe('redact', () => {
     }
   });
 
+  // The search looks at a sampled gram of 4 characters every 5: every run of 8 holds one whole,
+  // whatever its alignment, at the start, in the middle or at the very end of the text.
+  it('finds 8 characters of a key at every alignment and every place, each run replaced whole', () => {
+    registerSecret(KEY);
+    for (const form of [KEY, b64(KEY), encodeURIComponent(ODD)]) {
+      if (form !== KEY) registerSecret(form === b64(KEY) ? KEY : ODD);
+      for (let len = 8; len <= 13; len++) {
+        for (let from = 0; from + len <= Math.min(form.length, 24); from++) {
+          const piece = form.slice(from, from + len);
+          for (let pad = 0; pad < 12; pad++) {
+            const before = '.'.repeat(pad);
+            for (const text of [`${before}${piece}`, `${before}${piece}!`, `${before}${piece}${'.'.repeat(pad)}`]) {
+              const out = redact(text);
+              expect(out, JSON.stringify(text)).not.toContain(piece.slice(0, 8));
+              expect(out.replace(/^\.*/, '').replace(/[.!]*$/, ''), JSON.stringify(text)).toMatch(/^\[REDACTED\]\S{0,3}$/);
+              expect(containsSecret(text)).toBe(true);
+            }
+          }
+        }
+      }
+    }
+  });
+
   it('replaces the whole run: a key that straddles a cut is one [REDACTED], and two keys side by side are one', () => {
     registerSecret(KEY);
     registerSecret('other-key-0123456789');
