@@ -20,7 +20,8 @@ import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderMarkdown } from '../core/render/markdown.js';
 import { escapeMarkdown } from '../core/render/markdown-escape.js';
 import { readApiKeys } from '../load/keys.js';
-import { readDesiredAtRef } from '../load/git.js';
+import { nearerFilesAtRef, readDesiredAtRef } from '../load/git.js';
+import { DEFAULT_CONFIG_FILE } from '../load/config.js';
 import { desiredRevision } from '../load/revision.js';
 import { VERSION } from '../version.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
@@ -129,7 +130,9 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
     // (or where a tenant's key is read from) would otherwise receive them with its own plan.
     const baseRef = opts.base ?? defaultBase(env);
     if (keyless === undefined && baseRef) {
-      const moved = await keysRedirected(config, tenantsOf(desired), baseRef, log);
+      // A config found by the upward search (no --config, no DUS_CONFIG): from where it started.
+      const searchedFrom = globals.config === undefined && (env.DUS_CONFIG ?? '').trim() === '' ? resolve(process.cwd(), globals.dir ?? '.') : undefined;
+      const moved = await keysRedirected(config, tenantsOf(desired), baseRef, log, searchedFrom);
       if (moved !== undefined) {
         log.warn(`${moved} in this change: the API keys are not sent where the change says; comparing with ${baseRef} in git instead`);
         keyless = `${moved} in this change`;
@@ -154,7 +157,7 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
  * sends no key for (one it does not list, a renamed one). Undefined when nothing moved, or when
  * the config is not the change's to write (no config file, or one outside the repository).
  */
-async function keysRedirected(config: ResolvedConfig, tenants: readonly string[], baseRef: string, _log: Logger): Promise<string | undefined> {
+async function keysRedirected(config: ResolvedConfig, tenants: readonly string[], baseRef: string, _log: Logger, searchedFrom?: string): Promise<string | undefined> {
   // A config reached through a link inside the repository: the base ref's file at the link's
   // target may be another config (a staging one, with another base_url or key variable), and the
   // change need only add the link. Only a config at its own path is compared.
@@ -168,6 +171,13 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
   }
   let text: string | undefined;
   try {
+    // A config the search found further up than the base ref's: the change removed (or renamed)
+    // a nearer one, the one the base sends the keys with, and the search climbed to another
+    // config of the base branch (a staging one at the top of the repository).
+    if (searchedFrom !== undefined) {
+      const nearer = await nearerFilesAtRef(searchedFrom, config.file === undefined ? undefined : dirname(config.file), baseRef, DEFAULT_CONFIG_FILE);
+      if (nearer.length > 0) return `${nearer[0]} removed`;
+    }
     await readDesiredAtRef({
       dir: config.dir, ref: baseRef, ...(config.file ? { configFile: config.file } : {}),
       select: (_paths, configText) => {

@@ -3,7 +3,7 @@
 // every read sees the same tree.
 import { execFile, spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
-import { isAbsolute, relative, sep } from 'node:path';
+import { dirname, isAbsolute, relative, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import { formatSize } from '../limits.js';
 
@@ -203,6 +203,30 @@ export async function readDesiredAtRef(args: {
     if (text !== undefined) files.push({ path: p, text });
   }
   return { commit, files, configText };
+}
+
+/**
+ * The files named `name` that `ref` holds in the folders from `start` up to `stop` (not
+ * included; the repository's top included when `stop` is undefined or not above `start`),
+ * relative to the repository: what an upward search from `start` would have found first at
+ * that ref. A folder outside the repository ends the climb.
+ */
+export async function nearerFilesAtRef(start: string, stop: string | undefined, ref: string, name: string): Promise<string[]> {
+  const root = await repoRoot(start);
+  const commit = await resolveCommit(root, ref);
+  const realRoot = realpathSync(root);
+  const end = stop === undefined ? undefined : realpathSync(stop);
+  const paths: string[] = [];
+  for (let dir = realpathSync(start); dir !== end; dir = dirname(dir)) {
+    const rel = relative(realRoot, dir);
+    if (rel.startsWith('..') || isAbsolute(rel)) break;
+    paths.push(rel === '' ? name : `${rel.split(sep).join('/')}/${name}`);
+    if (rel === '') break;
+  }
+  if (paths.length === 0) return [];
+  if (paths.some((p) => /[\n\r]/.test(p))) return paths;
+  const checks = (await catFile(root, ['--batch-check'], paths.map((p) => `${commit}:${p}\n`).join(''))).toString('utf8').split('\n');
+  return paths.filter((_, i) => (checks[i] ?? '').split(' ')[1] === 'blob');
 }
 
 /** A file's path relative to the repository root, or undefined when it lies outside it. */

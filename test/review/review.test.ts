@@ -480,6 +480,33 @@ describe('what a tester broke in review, each now a test', () => {
     }
   });
 
+  it('a pull request that removes the config, so that the search climbs to a staging config of the base branch, sends no key', async () => {
+    const server = await recorder();
+    const staging = await recorder();
+    try {
+      const r = await reviewOfChange('configremoved', server, async (dir, config) => {
+        const root = dirname(dir);
+        writeFileSync(join(root, 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`).replace(/^resources: .*$/m, 'resources: ["config/tenants/**/*.yaml"]'));
+        await git(root, 'add', '-A');
+        await git(root, 'commit', '-qm', 'a staging config at the top');
+        await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+        await git(root, 'rm', '-q', join('config', 'dus-sync.yaml'));
+        appendPhase(dir, 'wave-n');
+      });
+      expect(server.keys).toEqual([]);
+      expect(staging.keys).toEqual([]);
+      expect(r.stderr).toMatch(/^warning: config\/dus-sync\.yaml removed in this change: the API keys are not sent where the change says/m);
+      // The control: with the config in place, the same change is planned live, with its key.
+      const planned = await reviewOfChange('configkept', server, (dir) => appendPhase(dir, 'wave-n'));
+      expect(planned.stdout, planned.stderr).not.toMatch(/^## dus-sync diff/);
+      expect(server.keys).toContain('dev-key-acme');
+      expect(staging.keys).toEqual([]);
+    } finally {
+      await server.close();
+      await staging.close();
+    }
+  });
+
   it('the same with the config\'s folder made a link (the working-directory of the workflow): seen through PWD, no key sent', async () => {
     const server = await recorder();
     const staging = await recorder();
