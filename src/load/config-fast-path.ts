@@ -1,14 +1,14 @@
 // The fast path for a clean dus-sync.yaml, like fast-path.ts for the desired-state files: yaml
 // keeps every node's position, and loading and running its parser was a good part of a cold
-// `validate`; js-yaml (loaded anyway for the desired-state files) gives the same values under its
-// core schema. A config is taken this way only when it is plainly one mapping: no anchor, alias,
-// tag, directive or merge key, no document marker, no prototype key, no integer beyond 2^53-1.
+// `validate`; js-yaml (loaded anyway for the desired-state files) gives the same values under the
+// yaml path's core schema (fast-path.ts). A config is taken this way only when it is plainly one
+// mapping: no anchor, alias, tag, directive or merge key, no document marker, no quoted scalar
+// running past its line, and values as fast-path.ts's plainValues accepts them.
 // config.ts then validates the value and runs its checks; positions (only wanted for an issue,
 // or a window's tenants) come from the yaml path, parsed on first use. Anything else, and any
 // issue at all, takes the yaml path from the start, so messages are the yaml path's own.
-import * as jsYaml from 'js-yaml';
 import { isPlainObject } from './documents.js';
-import { FORBIDDEN_KEYS } from './schema-check.js';
+import { loadJsYaml, plainValues, quoteOpenAtLineEnd } from './fast-path.js';
 
 /** Anchors, aliases, tags, directives and merge keys (as fast-path.ts), and document markers. */
 const SPECIAL = /(^|[\s[{,:-])[&*!][^\s]|^%|<<|^---|^\.\.\./m;
@@ -17,21 +17,16 @@ const SPECIAL = /(^|[\s[{,:-])[&*!][^\s]|^%|<<|^---|^\.\.\./m;
 export function cleanConfigValue(raw: string, maxBytes: number): object | undefined {
   if (raw.length > maxBytes || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
-  if (SPECIAL.test(text)) return undefined;
+  if (SPECIAL.test(text) || quoteOpenAtLineEnd(text)) return undefined;
+  const js = loadJsYaml();
+  if (!js) return undefined;
   let values: unknown[];
   try {
-    values = jsYaml.loadAll(text, null, { schema: jsYaml.CORE_SCHEMA });
+    values = js.yaml.loadAll(text, null, { schema: js.schema });
   } catch {
     return undefined;
   }
   if (values.length !== 1) return undefined;
   const value = values[0];
   return isPlainObject(value) && plainValues(value) ? value : undefined;
-}
-
-function plainValues(v: unknown): boolean {
-  if (Array.isArray(v)) return v.every(plainValues);
-  if (isPlainObject(v)) return Object.keys(v).every((k) => !FORBIDDEN_KEYS.has(k) && plainValues(v[k]));
-  if (typeof v === 'number') return !Number.isInteger(v) || Number.isSafeInteger(v);
-  return true;
 }

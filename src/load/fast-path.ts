@@ -14,21 +14,47 @@ import { MAX_FILE_BYTES } from './yaml-source.js';
 
 interface JsYaml {
   loadAll(text: string, iterator: null, options: { schema: unknown; json?: boolean }): unknown[];
-  CORE_SCHEMA: unknown;
 }
 
-let jsYaml: JsYaml | null | undefined;
+let jsYaml: { readonly yaml: JsYaml; readonly schema: unknown } | null | undefined;
 
-/** js-yaml, a dependency imported statically so that the build bundles it (it was required at run time). */
-function loadJsYaml(): JsYaml | null {
+/** js-yaml, a dependency imported statically so that the build bundles it (it was required at run time), with the yaml path's core schema. */
+export function loadJsYaml(): { readonly yaml: JsYaml; readonly schema: unknown } | null {
   if (jsYaml === undefined) {
     try {
-      jsYaml = jsYamlModule as JsYaml;
+      jsYaml = { yaml: jsYamlModule as JsYaml, schema: yamlCoreSchema() };
     } catch {
       jsYaml = null;
     }
   }
   return jsYaml;
+}
+
+// The YAML 1.2 core schema as the yaml path (the `yaml` package) reads plain scalars, so that a
+// file means the same on both paths. js-yaml's own core schema differs: it reads 0b101, -0x1F
+// and +0o17 as numbers (yaml: strings), and -.5, +.5 and 1e400 as strings (yaml: -0.5, 0.5 and
+// Infinity, which validate then refuses). Its null and boolean spellings are the same.
+// Tested against the yaml path over a list of spellings (test/load/fast-path.test.ts).
+const CORE_INT = /^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+|0o[0-7]+)$/;
+const CORE_FLOAT = /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/;
+
+function yamlCoreSchema(): unknown {
+  const int = new jsYamlModule.Type('tag:yaml.org,2002:int', {
+    kind: 'scalar',
+    resolve: (data) => data !== null && CORE_INT.test(data),
+    construct: (data) => (data.startsWith('0x') ? parseInt(data.slice(2), 16) : data.startsWith('0o') ? parseInt(data.slice(2), 8) : parseInt(data, 10)),
+  });
+  const float = new jsYamlModule.Type('tag:yaml.org,2002:float', {
+    kind: 'scalar',
+    resolve: (data) => data !== null && CORE_FLOAT.test(data),
+    construct: (data) => {
+      const tail = data.slice(-3).toLowerCase();
+      if (tail === 'nan') return NaN;
+      if (tail === 'inf') return data.startsWith('-') ? -Infinity : Infinity;
+      return parseFloat(data);
+    },
+  });
+  return jsYamlModule.FAILSAFE_SCHEMA.extend({ implicit: [jsYamlModule.types.null, jsYamlModule.types.bool, int, float] });
 }
 
 /**
@@ -63,6 +89,52 @@ export function hasSpecial(text: string): boolean {
     if (p === 10 || p === 13 || p === 0x2028 || p === 0x2029) return true;
   }
   return false;
+}
+
+/**
+ * Whether a quoted scalar may go on past the end of a line: js-yaml takes a continuation line
+ * that yaml refuses (one indented no deeper than its key), so such a file is the yaml path's.
+ * Only lines with a quote are looked at; a quote starts a quoted scalar after a line start,
+ * blank or flow indicator (elsewhere it is part of a plain scalar), a comment ends the line.
+ * Any doubt (a quote in a comment-less plain scalar after a blank, a block scalar's text) only
+ * sends the file to the yaml path.
+ */
+export function quoteOpenAtLineEnd(text: string): boolean {
+  let dq = text.indexOf('"');
+  let sq = text.indexOf("'");
+  while (dq >= 0 || sq >= 0) {
+    const q = dq < 0 ? sq : sq < 0 ? dq : Math.min(dq, sq);
+    const start = text.lastIndexOf('\n', q) + 1;
+    let end = text.indexOf('\n', q);
+    if (end < 0) end = text.length;
+    if (lineLeavesQuoteOpen(text, start, end)) return true;
+    if (dq >= 0 && dq < end) dq = text.indexOf('"', end);
+    if (sq >= 0 && sq < end) sq = text.indexOf("'", end);
+  }
+  return false;
+}
+
+function lineLeavesQuoteOpen(text: string, start: number, end: number): boolean {
+  let open = 0; // 0: none, 34: in "...", 39: in '...'
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (open === 34) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34) open = 0;
+    } else if (open === 39) {
+      if (c === 39) {
+        if (text.charCodeAt(i + 1) === 39) i++;
+        else open = 0;
+      }
+    } else if (c === 34 || c === 39 || c === 35 /* # */) {
+      const p = i === start ? 32 : text.charCodeAt(i - 1);
+      const boundary = p === 32 || p === 9 || p === 91 || p === 123 || p === 44 || p === 58 || p === 45 || p === 63;
+      if (!boundary) continue;
+      if (c === 35) return false;
+      open = c;
+    }
+  }
+  return open !== 0;
 }
 const SEPARATOR = /^---[ \t]*(#.*)?$/;
 
@@ -154,17 +226,17 @@ function startsWithSpace(line: string): boolean {
 }
 
 export function fastParseFile(file: SourceFile, shown: string, config: ResolvedConfig): ParsedFile | undefined {
-  const yaml = loadJsYaml();
-  if (!yaml) return undefined;
+  const js = loadJsYaml();
+  if (!js) return undefined;
   const raw = file.text;
   if (raw.length > (config.reading?.maxFileBytes ?? MAX_FILE_BYTES) || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
-  if (hasSpecial(text)) return undefined;
+  if (hasSpecial(text) || quoteOpenAtLineEnd(text)) return undefined;
   const regions = contentRegions(text);
   if (!regions) return undefined;
   let values: unknown[];
   try {
-    values = yaml.loadAll(text, null, { schema: yaml.CORE_SCHEMA }).filter((v) => v !== null && v !== undefined);
+    values = js.yaml.loadAll(text, null, { schema: js.schema }).filter((v) => v !== null && v !== undefined);
   } catch {
     return undefined;
   }
@@ -290,9 +362,18 @@ function phaseLocations(region: Region, count: number, file: string): SourceLoca
   return found.length === count ? found : undefined;
 }
 
-/** No prototype keys and no integer beyond 2^53-1 anywhere (the yaml path words those issues). Loops: no array of keys per object. */
-function plainValues(v: unknown): boolean {
-  if (typeof v === 'number') return !Number.isInteger(v) || Number.isSafeInteger(v);
+/**
+ * No prototype keys, no integer beyond 2^53-1 and no number JSON cannot spell (.nan, .inf)
+ * anywhere, and no key that js-yaml may have made of something else than text: a null key
+ * becomes "null" (the yaml path: ""), a list or mapping key "a,b" or "[object Object]" (the yaml
+ * path: "[ a, b ]"), .inf "Infinity". The yaml path words those issues, or reads a quoted "null"
+ * or "a,b" as it is. Loops: no array of keys per object.
+ */
+/** Field names js-yaml makes of a null, a mapping or a number JSON cannot spell (a list: "a,b"). */
+const MADE_KEYS = new Set(['null', '[object Object]', 'NaN', 'Infinity', '-Infinity']);
+
+export function plainValues(v: unknown): boolean {
+  if (typeof v === 'number') return Number.isInteger(v) ? Number.isSafeInteger(v) : Number.isFinite(v);
   if (typeof v !== 'object' || v === null) return true;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) if (!plainValues(v[i])) return false;
@@ -300,7 +381,7 @@ function plainValues(v: unknown): boolean {
   }
   for (const k in v) {
     if (!Object.hasOwn(v, k)) continue;
-    if (FORBIDDEN_KEYS.has(k) || !plainValues((v as Record<string, unknown>)[k])) return false;
+    if (FORBIDDEN_KEYS.has(k) || MADE_KEYS.has(k) || k.includes(',') || !plainValues((v as Record<string, unknown>)[k])) return false;
   }
   return true;
 }

@@ -71,6 +71,11 @@ export function scanNodes(src: YamlSource, doc: Document.Parsed): ConfigIssue[] 
           issues.push(issueAt(src.file, src.lineCounter, offsetOf(keyNode), toPointer(path), `an alias (*${keyNode.source}) is used as a key, which hides which key is set; write the key out instead`));
           continue;
         }
+        if (isMap(keyNode) || isSeq(keyNode)) {
+          // `[a, b]: 1` or `{a: 1}: 2`: JSON names are text, and each parser spells such a key its own way.
+          issues.push(issueAt(src.file, src.lineCounter, offsetOf(keyNode), toPointer(path), 'a field name here is a mapping or a list, which JSON cannot carry as a name: write it as a quoted string'));
+          continue;
+        }
         const key = isScalar(keyNode) ? String(keyNode.value) : '';
         const here = [...path, key];
         if (FORBIDDEN_KEYS.has(key) && keyNode) {
@@ -102,6 +107,7 @@ const JSON_TAGS = new Set([undefined, 'tag:yaml.org,2002:map', 'tag:yaml.org,200
 function notJsonKind(node: unknown): string | undefined {
   if (isScalar(node)) {
     const v = node.value;
+    if (typeof v === 'number' && !Number.isFinite(v)) return 'not a finite number (.nan, .inf, or beyond ±1.8e308, sent as null)';
     if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return undefined;
     if (v instanceof Date) return 'a YAML timestamp (a date)';
     if (v instanceof Uint8Array) return 'YAML binary data (!!binary)';

@@ -51,6 +51,49 @@ describe('fast path', () => {
     expect(both('x.yaml', `${fw}spec: { version_number: "1.0" }\n`).fast).toBeUndefined();
   });
 
+  // A breaker found js-yaml's core schema reading 0b101 and -0x1F as numbers and -.5 and 1e400
+  // as text where the yaml path reads the opposite, null keys as "null", and quoted scalars
+  // running on under-indented lines: adding an anchor anywhere in a file changed its values.
+  const SPELLINGS = ['0b101', '0B101', '-0b1', '0o17', '0O17', '-0o17', '+0o17', '017', '08', '0x1F', '0X1f', '-0x1F', '+0x1F', '1_000',
+    '.5', '-.5', '+.5', '5.', '-5.', '1e3', '1E3', '1e+3', '1.5e-3', '+1', '+1.5', '-0', '-0.0', '0.', '00', '1e400', '-1e400', '4.9e-325',
+    '.inf', '-.inf', '+.inf', '.Inf', '.INF', '.nan', '.NaN', '.NAN', '1:20', '1,000', '0.0.1', 'true', 'True', 'TRUE', 'yes', 'on', 'no',
+    'null', 'Null', 'NULL', '~', '2024-01-01', '1.2.3', '0e0', '1e', 'e1', '0x', '0o', '0b', '123456789012345678901234567890', '"-.5"', "'0b1'"];
+  const action = (info: string) => `apiVersion: dus-sync/v1\nkind: Action\nmetadata:\n  tenant: acme\nspec:\n  id: 7\n  phases:\n    - name: a\n      info: ${info}\n`;
+
+  it('reads every plain scalar as the yaml path does, as a value and as a field name, or steps aside', () => {
+    let taken = 0;
+    for (const v of SPELLINGS) {
+      for (const info of [`{ x: ${v} }`, `{ ${v}: 1 }`, `\n        x: ${v}\n`, `\n        ${v}: 1\n`]) {
+        const { fast, slow } = both('s.yaml', action(info));
+        if (fast) { taken++; expect(fast, `${v} in ${info}`).toEqual(slow); }
+        if (slow.issues.length > 0) expect(fast, `${v} in ${info}`).toBeUndefined();
+      }
+    }
+    expect(taken).toBeGreaterThan(150);
+    // What JSON cannot carry is refused on both paths: a value it cannot spell, a null or collection field name.
+    for (const info of ['{ x: .nan }', '{ x: -.inf }', '{ x: 1e400 }', '{ ~: 1 }', '{ null: 1 }', '{ : 1 }', '\n        ? \n        : 1\n', '{ [a, b]: 1 }', '\n        ? { a: 1 }\n        : 2\n']) {
+      const { fast, slow } = both('s.yaml', action(info));
+      expect(fast, info).toBeUndefined();
+      expect(slow.issues.map((i) => i.message).join('\n'), info).toMatch(/not a finite number|field name here is (null|a mapping or a list)/);
+    }
+    // A quoted "null" or "a,b" field name is text: the yaml path takes it as written.
+    for (const info of ['{ "null": 1 }', '{ "a,b": 1 }']) expect(both('s.yaml', action(info)).slow.issues, info).toEqual([]);
+  });
+
+  it('steps aside for a quoted scalar that runs past its line (js-yaml takes continuations the yaml path refuses)', () => {
+    for (const info of ['{ x: "abc\n def" }', "{ x: 'abc\n def' }", '{ x: "abc\n          def" }', '\n        x: "a \\" b\n        c"\n', "\n        x: 'it''s\n        c'\n"]) {
+      const { fast, slow } = both('q.yaml', action(info));
+      expect(fast, info).toBeUndefined();
+      expect(slow.documents.length + slow.issues.length).toBeGreaterThan(0);
+    }
+    // Quotes that close on their line, in a plain scalar, or in a comment leave the file to the fast path.
+    for (const info of ['{ x: "a \\" b", y: \'it\'\'s\' }', '{ x: 5" screen }', '{ x: don\'t }', '{ x: a } # "quoted', '\n        x: "a"   # it\'s\n']) {
+      const { fast, slow } = both('q.yaml', action(info));
+      expect(fast, info).toBeDefined();
+      expect(fast).toEqual(slow);
+    }
+  });
+
   it('agrees with the yaml path on generated documents (property)', () => {
     const scalar = fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom('"1.0"', '"3.2.1"', '"2024.06"') },
