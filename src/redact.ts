@@ -289,8 +289,16 @@ const MASK = (1 << BITS) - 1;
 interface Matcher {
   /** The forms searched by fragment: each key, encoded each way. */
   readonly forms: readonly string[];
-  /** Each 8-character window of a form → [form index, offset] pairs, flattened. */
-  readonly seeds: ReadonlyMap<string, readonly number[]>;
+  /**
+   * Every W-character window of every form, grouped by its hash's bucket (the top `bucketBits`
+   * of mix): bucket b holds entries starts[b] to starts[b + 1] - 1, each a form (formOf) and the
+   * window's offset in it (offsetOf). Typed arrays, 8 bytes a window: a Map of window strings was
+   * some 100 bytes a window, 1.6 GB for 200 keys of 4,096 characters.
+   */
+  readonly starts: Uint32Array;
+  readonly formOf: Uint32Array;
+  readonly offsetOf: Uint32Array;
+  readonly bucketShift: number;
   /** A bitmap of the windows' hashes: a candidate window is rejected by one lookup. */
   readonly bits: Uint32Array;
   /** A bitmap of the hashes of every Q-character gram of the forms: the sampled grams are looked up here first. */
@@ -344,34 +352,42 @@ function compile(keys: readonly string[]): Matcher {
     }
   }
   const list = [...new Set([...forms].map(fold))];
-  const seeds = new Map<string, number[]>();
   const bits = new Uint32Array((MASK + 1) >>> 5);
   const grams = new Uint32Array((MASK + 1) >>> 5);
-  list.forEach((form, f) => {
+  let windows = 0;
+  for (const form of list) windows += Math.max(0, form.length - W + 1);
+  // About one window a bucket, from 2^8 to 2^BITS buckets.
+  const bucketBits = Math.min(BITS, Math.max(8, Math.ceil(Math.log2(windows + 1))));
+  const bucketShift = BITS - bucketBits;
+  const starts = new Uint32Array((1 << bucketBits) + 1);
+  const hashes = new Uint32Array(windows);
+  let n = 0;
+  list.forEach((form) => {
     for (let off = 0; off + W <= form.length; off++) {
-      const window = form.slice(off, off + W);
-      const at = seeds.get(window);
-      if (at) at.push(f, off);
-      else seeds.set(window, [f, off]);
-      const idx = mix(hashOf(window, 0, W));
+      const idx = mix(hashOf(form, off, W));
       bits[idx >>> 5]! |= 1 << (idx & 31);
+      hashes[n++] = idx;
+      starts[(idx >>> bucketShift) + 1]! += 1;
     }
     for (let off = 0; off + Q <= form.length; off++) {
       const idx = mix(hashOf(form, off, Q));
       grams[idx >>> 5]! |= 1 << (idx & 31);
     }
   });
+  for (let b = 1; b < starts.length; b++) starts[b]! += starts[b - 1]!;
+  const formOf = new Uint32Array(windows);
+  const offsetOf = new Uint32Array(windows);
+  const fill = starts.slice(0, -1);
+  n = 0;
+  list.forEach((form, f) => {
+    for (let off = 0; off + W <= form.length; off++) {
+      const at = fill[hashes[n++]! >>> bucketShift]!++;
+      formOf[at] = f;
+      offsetOf[at] = off;
+    }
+  });
   const wholeList = [...whole].filter((w) => w.length >= MIN_SECRET);
-  return { forms: list, seeds, bits, grams, whole: wholeList, shortest: Math.min(W, ...wholeList.map((w) => w.length)) };
-}
-
-/** The folded window of W characters at `from`: the text itself, unless it holds a foldable character. */
-function foldWindow(s: string, from: number): string {
-  for (let i = from; i < from + W; i++) {
-    const c = s.charCodeAt(i);
-    if (FOLD[c] !== c) return fold(s.slice(from, from + W));
-  }
-  return s.slice(from, from + W);
+  return { forms: list, starts, formOf, offsetOf, bucketShift, bits, grams, whole: wholeList, shortest: Math.min(W, ...wholeList.map((w) => w.length)) };
 }
 
 /** The hash of the `length` characters at `from`, folded. */
@@ -423,7 +439,7 @@ function findRegions(text: string, m: Matcher): Region[] {
 function scan(view: string, m: Matcher, add: (start: number, end: number) => void): void {
   const n = view.length;
   if (n < W) return;
-  const { bits, grams, seeds, forms } = m;
+  const { bits, grams, starts, formOf, offsetOf, bucketShift, forms } = m;
   for (let j = 0; j + Q <= n; j += STEP) {
     // hashOf(view, j, Q), written out: this line is most of the time redaction takes.
     const g = mix((Math.imul((Math.imul((Math.imul(FOLD[view.charCodeAt(j)]!, B) + FOLD[view.charCodeAt(j + 1)]!) | 0, B)
@@ -433,13 +449,18 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
     for (let i = Math.max(0, j - STEP + 1); i <= j && i + W <= n; i++) {
       const idx = mix(hashOf(view, i, W));
       if ((bits[idx >>> 5]! & (1 << (idx & 31))) === 0) continue;
-      const at = seeds.get(foldWindow(view, i));
-      if (!at) continue;
       let start = i;
       let end = i + W;
-      for (let k = 0; k < at.length; k += 2) {
-        const form = forms[at[k]!]!;
-        const off = at[k + 1]!;
+      let found = false;
+      const bucket = idx >>> bucketShift;
+      for (let e = starts[bucket]!; e < starts[bucket + 1]!; e++) {
+        const form = forms[formOf[e]!]!;
+        const off = offsetOf[e]!;
+        // The window, folded, must be the form's at that offset (the forms are folded).
+        let k = 0;
+        while (k < W && FOLD[view.charCodeAt(i + k)] === form.charCodeAt(off + k)) k++;
+        if (k < W) continue;
+        found = true;
         let left = 0;
         while (left < i && left < off && FOLD[view.charCodeAt(i - left - 1)] === form.charCodeAt(off - left - 1)) left++;
         let right = 0;
@@ -447,7 +468,7 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
         start = Math.min(start, i - left);
         end = Math.max(end, i + W + right);
       }
-      add(start, end);
+      if (found) add(start, end);
     }
   }
 }

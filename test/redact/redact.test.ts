@@ -159,6 +159,20 @@ describe('redact', () => {
     }
   });
 
+  // A breaker registered 200 keys of 4,096 characters: the matcher held 1.6 GB (a Map entry per
+  // window). Its windows are now typed arrays by hash bucket (bench/redact.mjs: ~120 MB then).
+  it('finds a fragment of any of many long keys, in any encoding, and nothing in text without one', () => {
+    const keys = Array.from({ length: 40 }, (_, i) => Buffer.from(Array.from({ length: 3072 }, (_, j) => (i * 7919 + j * 104729) % 256)).toString('base64'));
+    for (const k of keys) registerSecret(k);
+    for (const [i, k] of keys.entries()) {
+      const piece = k.slice(i * 37, i * 37 + 9);
+      expect(redact(`a ${piece} b`)).toBe('a [REDACTED] b');
+      expect(containsSecret(`x ${encodeURIComponent(k.slice(100 + i, 130 + i))} y`)).toBe(true);
+      expect(containsSecret(`x ${b64(k.slice(2000, 2030))} y`)).toBe(true);
+    }
+    expect(containsSecret('plan: 3 changes, firmware 2.4.1 (modem) is_deactivated: false → true '.repeat(50))).toBe(false);
+  });
+
   it('replaces the whole run: a key that straddles a cut is one [REDACTED], and two keys side by side are one', () => {
     registerSecret(KEY);
     registerSecret('other-key-0123456789');
