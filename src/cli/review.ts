@@ -169,6 +169,12 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
     const link = await linkInRepository(logicalPath(config.file), config.dir);
     if (link !== undefined) return `${basename(config.file)} is reached through the symbolic link ${link} in the repository`;
   }
+  // Where the search began, as the shell names it: a working folder replaced by a link (to the
+  // top, to a folder without a config) makes the search climb to another config of the base branch.
+  if (searchedFrom !== undefined) {
+    const link = await linkInRepository(logicalPath(searchedFrom), config.dir);
+    if (link !== undefined) return `the folder the config was searched from is reached through the symbolic link ${link} in the repository`;
+  }
   let text: string | undefined;
   try {
     // A config the search found further up than the base ref's: the change removed (or renamed)
@@ -259,20 +265,32 @@ function logicalPath(file: string): string {
   return join(pwd, relative(process.cwd(), file));
 }
 
-/** The first symbolic link on the file's path inside the repository (itself included), relative to the repository, or undefined. */
+/**
+ * The topmost symbolic link on the path (itself included) below the repository's top, relative
+ * to it, or undefined. The top is the highest folder on the path that is the repository (a
+ * workspace reached through a link is its own top): a link below it that also leads to the top
+ * (`config -> .`) counts, as does any other.
+ */
 async function linkInRepository(file: string, dir: string): Promise<string | undefined> {
   const root = await repoRootOf(dir);
   if (root === undefined) return undefined;
   let realRoot: string;
   try { realRoot = realpathSync(root); } catch { return undefined; }
-  let found: string | undefined;
+  const steps: { path: string; link: boolean; isRoot: boolean }[] = [];
   for (let p = resolve(file); ; p = dirname(p)) {
     let real: string | undefined;
     try { real = realpathSync(p); } catch { real = undefined; }
-    if (real === realRoot) return found === undefined ? undefined : relative(p, found) || basename(found);
-    try { if (lstatSync(p).isSymbolicLink()) found = p; } catch { /* gone: as named */ }
-    if (dirname(p) === p) return undefined;
+    let link = false;
+    try { link = lstatSync(p).isSymbolicLink(); } catch { /* gone: as named */ }
+    steps.push({ path: p, link, isRoot: real === realRoot });
+    if (dirname(p) === p) break;
   }
+  let top = -1;
+  steps.forEach((s, i) => { if (s.isRoot) top = i; });
+  if (top < 0) return undefined;
+  let found: string | undefined;
+  for (let i = 0; i < top; i++) if (steps[i]!.link) found = steps[i]!.path;
+  return found === undefined ? undefined : relative(steps[top]!.path, found) || basename(found);
 }
 
 async function insideRepository(file: string, dir: string): Promise<boolean> {

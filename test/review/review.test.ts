@@ -507,6 +507,52 @@ describe('what a tester broke in review, each now a test', () => {
     }
   });
 
+  // A breaker's next step: the working folder itself made a link (to the top, or to a folder
+  // without a config), so that the search, from the physical folder, climbs to staging's config.
+  for (const target of ['.', 'sub']) {
+    it(`a pull request that makes the working folder a link to ${target === '.' ? 'the top of the repository' : 'a folder without a config'} sends no key`, async () => {
+      const server = await recorder();
+      const staging = await recorder();
+      try {
+        const name = `worklink-${target === '.' ? 'top' : 'sub'}`;
+        const r = await reviewOfChange(name, server, async (dir, config) => {
+          const root = dirname(dir);
+          writeFileSync(join(root, 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`));
+          cpSync(join(dir, 'tenants'), join(root, 'tenants'), { recursive: true });
+          await git(root, 'add', '-A');
+          await git(root, 'commit', '-qm', 'a staging config at the top');
+          await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+          if (target === 'sub') {
+            await git(root, 'mv', 'config', 'sub');
+            await git(root, 'rm', '-qf', join('sub', 'dus-sync.yaml'));
+          } else {
+            await git(root, 'rm', '-rq', 'config');
+          }
+          symlinkSync(target, dir);
+        }, { PWD: join(work, `worklink-${target === '.' ? 'top' : 'sub'}`, 'config') });
+        expect(server.keys).toEqual([]);
+        expect(staging.keys).toEqual([]);
+        expect(r.stderr).toMatch(/^warning: .*symbolic link config in the repository in this change: the API keys are not sent where the change says/m);
+      } finally {
+        await server.close();
+        await staging.close();
+      }
+    });
+  }
+
+  it('a workspace reached through a link (the link above the repository, not in it) still plans live, with its key', async () => {
+    const server = await recorder();
+    try {
+      symlinkSync(join(work, 'wsreal'), join(work, 'wslink'));
+      const r = await reviewOfChange('wsreal', server, (dir) => appendPhase(dir, 'wave-n'), { PWD: join(work, 'wslink', 'config') });
+      expect(r.stdout, r.stderr).not.toMatch(/^## dus-sync diff/);
+      expect(r.stderr).not.toMatch(/symbolic link/);
+      expect(server.keys).toContain('dev-key-acme');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('the same with the config\'s folder made a link (the working-directory of the workflow): seen through PWD, no key sent', async () => {
     const server = await recorder();
     const staging = await recorder();
