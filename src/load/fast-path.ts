@@ -63,7 +63,7 @@ function yamlCoreSchema(): unknown {
  * start with a class, tried a match at every character (4% of validate's time at 200,000
  * documents); indexOf finds the few candidate characters, which clean files mostly lack.
  */
-export const SPECIAL = /(^|[\s[{,:-])[&*!][^\s]|^%|<</m;
+export const SPECIAL = /(^|[\s[{,:-])([&*][^\s]|!)|^%|<</m;
 const WS = /\s/;
 
 /** Whether a UTF-16 code unit is one /\s/ matches (every such unit beyond ASCII is U+00A0 or above). */
@@ -75,7 +75,8 @@ export function hasSpecial(text: string): boolean {
   if (text.includes('<<')) return true;
   for (const ch of ['&', '*', '!']) {
     for (let i = text.indexOf(ch); i >= 0; i = text.indexOf(ch, i + 1)) {
-      if (i + 1 >= text.length || isWs(text.charCodeAt(i + 1))) continue;
+      // `!` alone is a tag too (non-specific: yaml reads `x: !` as "", js-yaml as null).
+      if (ch !== '!' && (i + 1 >= text.length || isWs(text.charCodeAt(i + 1)))) continue;
       if (i === 0) return true;
       const p = text.charCodeAt(i - 1);
       // [\s[{,:-] before it (a line start is after \n or \r, both \s)
@@ -92,49 +93,81 @@ export function hasSpecial(text: string): boolean {
 }
 
 /**
- * Whether a quoted scalar may go on past the end of a line: js-yaml takes a continuation line
- * that yaml refuses (one indented no deeper than its key), so such a file is the yaml path's.
- * Only lines with a quote are looked at; a quote starts a quoted scalar after a line start,
- * blank or flow indicator (elsewhere it is part of a plain scalar), a comment ends the line.
- * Any doubt (a quote in a comment-less plain scalar after a blank, a block scalar's text) only
- * sends the file to the yaml path.
+ * Whether the text holds something js-yaml reads otherwise than the yaml path, which the
+ * values alone cannot show; such a file is the yaml path's. A breaker found each of these:
+ * - a quoted scalar or a flow collection left open at a line's end: js-yaml takes continuation
+ *   lines that yaml refuses (one indented no deeper than its key);
+ * - a carriage return not followed by a line feed: a line break to js-yaml, not to yaml (a
+ *   comment would end there for one and go on for the other);
+ * - an explicit key (`? `) or a flow collection as a key (`[x]: 1`): js-yaml makes text of a list
+ *   key ("x", "a,b"), which yaml refuses;
+ * - a `\U` escape: js-yaml makes lone surrogates of one beyond U+10FFFF, which yaml refuses.
+ * Doubt only costs time: the yaml path decides.
  */
-export function quoteOpenAtLineEnd(text: string): boolean {
-  let dq = text.indexOf('"');
-  let sq = text.indexOf("'");
-  while (dq >= 0 || sq >= 0) {
-    const q = dq < 0 ? sq : sq < 0 ? dq : Math.min(dq, sq);
+export function fastPathDoubt(text: string): boolean {
+  if (text.includes('\\U')) return true;
+  for (let i = text.indexOf('\r'); i >= 0; i = text.indexOf('\r', i + 1)) if (text.charCodeAt(i + 1) !== 10) return true;
+  for (let i = text.indexOf('?'); i >= 0; i = text.indexOf('?', i + 1)) {
+    if (isBoundary(i === 0 ? 10 : text.charCodeAt(i - 1)) && (i + 1 >= text.length || isBreakOrBlank(text.charCodeAt(i + 1)))) return true;
+  }
+  for (const close of [']', '}']) {
+    for (let i = text.indexOf(close); i >= 0; i = text.indexOf(close, i + 1)) {
+      let k = i + 1;
+      while (text.charCodeAt(k) === 32 || text.charCodeAt(k) === 9) k++;
+      if (text.charCodeAt(k) === 58 /* : */) return true;
+    }
+  }
+  return openAtLineEnd(text);
+}
+
+/** A space, a tab or a line break (or the end of the text, NaN). */
+function isBreakOrBlank(c: number): boolean {
+  return c === 32 || c === 9 || c === 10 || c === 13 || Number.isNaN(c);
+}
+
+/** A character after which a quote, a bracket, a comment or `?` starts a token. */
+function isBoundary(p: number): boolean {
+  return p === 32 || p === 9 || p === 10 || p === 13 || p === 91 || p === 123 || p === 44 || p === 58 || p === 45 || p === 63;
+}
+
+/** Whether a line leaves a quoted scalar or a flow collection open. Only lines holding a quote or a bracket are looked at. */
+function openAtLineEnd(text: string): boolean {
+  const next = ['"', "'", '[', '{'].map((c) => text.indexOf(c));
+  for (;;) {
+    let q = -1;
+    for (const n of next) if (n >= 0 && (q < 0 || n < q)) q = n;
+    if (q < 0) return false;
     const start = text.lastIndexOf('\n', q) + 1;
     let end = text.indexOf('\n', q);
     if (end < 0) end = text.length;
-    if (lineLeavesQuoteOpen(text, start, end)) return true;
-    if (dq >= 0 && dq < end) dq = text.indexOf('"', end);
-    if (sq >= 0 && sq < end) sq = text.indexOf("'", end);
+    if (lineLeavesOpen(text, start, end)) return true;
+    next.forEach((n, k) => { if (n >= 0 && n < end) next[k] = text.indexOf('"\'[{'[k]!, end); });
   }
-  return false;
 }
 
-function lineLeavesQuoteOpen(text: string, start: number, end: number): boolean {
-  let open = 0; // 0: none, 34: in "...", 39: in '...'
+function lineLeavesOpen(text: string, start: number, end: number): boolean {
+  let quote = 0; // 0: none, 34: in "...", 39: in '...'
+  let depth = 0;
   for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i);
-    if (open === 34) {
+    if (quote === 34) {
       if (c === 92 /* \ */) i++;
-      else if (c === 34) open = 0;
-    } else if (open === 39) {
+      else if (c === 34) quote = 0;
+    } else if (quote === 39) {
       if (c === 39) {
         if (text.charCodeAt(i + 1) === 39) i++;
-        else open = 0;
+        else quote = 0;
       }
-    } else if (c === 34 || c === 39 || c === 35 /* # */) {
-      const p = i === start ? 32 : text.charCodeAt(i - 1);
-      const boundary = p === 32 || p === 9 || p === 91 || p === 123 || p === 44 || p === 58 || p === 45 || p === 63;
-      if (!boundary) continue;
-      if (c === 35) return false;
-      open = c;
+    } else if (depth > 0 && (c === 93 || c === 125)) {
+      depth--;
+    } else if (c === 34 || c === 39 || c === 35 /* # */ || c === 91 || c === 123) {
+      if (!isBoundary(i === start ? 10 : text.charCodeAt(i - 1))) continue;
+      if (c === 35) return quote !== 0 || depth > 0;
+      if (c === 91 || c === 123) depth++;
+      else quote = c;
     }
   }
-  return open !== 0;
+  return quote !== 0 || depth > 0;
 }
 const SEPARATOR = /^---[ \t]*(#.*)?$/;
 
@@ -231,7 +264,7 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
   const raw = file.text;
   if (raw.length > (config.reading?.maxFileBytes ?? MAX_FILE_BYTES) || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
-  if (hasSpecial(text) || quoteOpenAtLineEnd(text)) return undefined;
+  if (hasSpecial(text) || fastPathDoubt(text)) return undefined;
   const regions = contentRegions(text);
   if (!regions) return undefined;
   let values: unknown[];

@@ -94,6 +94,30 @@ describe('fast path', () => {
     }
   });
 
+  // The next breaker: a carriage return alone (a line break to js-yaml only), an explicit or a
+  // one-item list key, an empty tag, a flow collection continued at its key's indent, \U escapes.
+  it('steps aside for what js-yaml reads otherwise than the yaml path and the values cannot show', () => {
+    const cases = [
+      '\n        note: hello # c\r        fleet_percent: 100\n', '{ x: "a\rb" }', "{ x: 'a\rb' }",
+      '\n        ? [x]\n        : 1\n', '{ ? [x] : 1 }', '\n        ? []\n        : 1\n', '\n        [x]: 1\n', '{ [x]: 1 }',
+      '{ x: ! }', '[ ! ]', '{ y: { a: 25,\n        b: x } }', '\n        y: [1,\n        2]\n', '{ x: "\\U00110000" }',
+    ];
+    for (const info of cases) {
+      const { fast, slow } = both('d.yaml', action(info));
+      expect(fast, JSON.stringify(info)).toBeUndefined();
+      expect(slow.documents.length + slow.issues.length, JSON.stringify(info)).toBeGreaterThan(0);
+    }
+    // What these checks look for, where it means nothing else, leaves the file to the fast path.
+    for (const info of ['{ x: "what? yes" }', '\n        x: a[1]\n', '{ x: [1, 2], y: { z: 3 } }', '{ x: "a: b]" , y: 1 }', '{ x: "\\u00e9" }', '{ x: hi! }']) {
+      const { fast, slow } = both('d.yaml', action(info));
+      expect(fast, info).toBeDefined();
+      expect(fast).toEqual(slow);
+    }
+    // A CRLF file is no doubt.
+    const crlf = action('{ x: 1 }').replace(/\n/g, '\r\n');
+    expect(both('c.yaml', crlf).fast).toEqual(both('c.yaml', crlf).slow);
+  });
+
   it('agrees with the yaml path on generated documents (property)', () => {
     const scalar = fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom('"1.0"', '"3.2.1"', '"2024.06"') },
