@@ -17,7 +17,8 @@
 //   and percent-encoded forms, in each of the three alignments (base64 of "x" + key encodes the
 //   key differently from base64 of key alone). A fragment of base64 counts from 8 characters
 //   (6 bytes of the key); the last 2-3 characters of a base64 run cut mid-key may remain.
-// Keys of 4 to 7 characters (test keys; real ones are long) are matched whole only.
+// Keys of 4 to 7 characters (test keys; real ones are long) are matched whole only: as decoded,
+// with the look-alikes folded, and in base64 in each alignment.
 //
 // The search is one pass over the text per decoding level: a rolling hash of every 8-character
 // window is looked up in a bitmap built from the windows of all forms, and only a hit is checked
@@ -332,13 +333,33 @@ function base64Forms(text: string): string[] {
   return out;
 }
 
+/**
+ * The base64 characters that a short key alone decides, in each of the three alignments (after 0,
+ * 1 or 2 other bytes), standard and URL-safe: the whole groups after the first character mixed
+ * with what comes before, up to the last group the key fills (what follows it changes the rest).
+ */
+function shortBase64(key: string): string[] {
+  const bytes = Buffer.from(key, 'utf8');
+  const out: string[] = [];
+  for (let r = 0; r < 3; r++) {
+    const std = Buffer.concat([Buffer.alloc(r), bytes]).toString('base64');
+    const from = r === 0 ? 0 : r + 1;
+    const to = 4 * Math.floor((r + bytes.length) / 3);
+    if (to - from < MIN_SECRET) continue;
+    const part = std.slice(from, to);
+    out.push(part, part.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return out;
+}
+
 function compile(keys: readonly string[]): Matcher {
   const forms = new Set<string>();
   const whole = new Set<string>();
   for (const key of keys) {
     if (key.length < W) {
-      whole.add(key);
+      whole.add(fold(key));
       for (const b of base64Forms(key).slice(0, 2)) whole.add(b.replace(/=+$/, ''));
+      for (const b of shortBase64(key)) whole.add(b);
       continue;
     }
     // The standard encodings, once and twice, exactly: the decoded views below also find other
@@ -420,8 +441,12 @@ function findRegions(text: string, m: Matcher): Region[] {
       regions.push(lv.map ? [lv.map(s)[0], lv.map(e - 1)[1]] : [s, e]);
     };
     if (m.forms.length > 0) scan(lv.view, m, add);
-    for (const w of m.whole) {
-      for (let i = lv.view.indexOf(w); i >= 0; i = lv.view.indexOf(w, i + 1)) add(i, i + w.length);
+    if (m.whole.length > 0) {
+      // Folded as the forms are (a space and `+` are one, so are the hyphens): one character for one.
+      const view = fold(lv.view);
+      for (const w of m.whole) {
+        for (let i = view.indexOf(w); i >= 0; i = view.indexOf(w, i + 1)) add(i, i + w.length);
+      }
     }
     level = depth + 1 < MAX_DECODE_LEVELS && hasEscapeStart(lv.view) ? decode(lv) : undefined;
   }

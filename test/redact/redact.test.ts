@@ -192,6 +192,13 @@ describe('redact', () => {
   it('matches short keys (4-7 characters) whole only', () => {
     registerSecret('abcd12');
     expect(redact('x abcd12 y abcd1 z')).toBe('x [REDACTED] y abcd1 z');
+    // Whole, in the spellings a breaker tried: `+` for a space, a look-alike hyphen, base64 after 1 or 2 other bytes.
+    registerSecret('ab cd12');
+    registerSecret('ab-cd12');
+    registerSecret('k3y_abc');
+    for (const text of ['key=ab+cd12', 'x ab&hyphen;cd12 y', 'x ab\u2011cd12 y', `x ${b64('Pk3y_abc')} y`, `x ${b64('PQk3y_abc')} y`, `x ${b64url('PQk3y_abc')} y`]) {
+      expect(redact(text), text).toContain('[REDACTED]');
+    }
     registerSecret('abc');
     expect(redact('abc')).toBe('abc');
   });
