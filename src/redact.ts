@@ -20,9 +20,10 @@
 // Keys of 4 to 7 characters (test keys; real ones are long) are matched whole only: as decoded,
 // with the look-alikes folded, and in base64 in each alignment.
 //
-// The search is one pass over the text per decoding level: a rolling hash of every 8-character
-// window is looked up in a bitmap built from the windows of all forms, and only a hit is checked
-// and extended. Text without `%`, `\` or `&` has a single level. See bench/redact.mjs.
+// The search is one pass over the text per decoding level: the hash of a 4-character gram every
+// 5 characters (every 8-character run holds one) is looked up in a bitmap of the forms' grams;
+// only a hit has the windows around it hashed, looked up among the forms' windows, checked and
+// extended. Text without `%`, `\` or `&` has a single level. See bench/redact.mjs.
 
 import { decodeHTML } from 'entities';
 
