@@ -20,7 +20,8 @@ import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderMarkdown } from '../core/render/markdown.js';
 import { escapeMarkdown } from '../core/render/markdown-escape.js';
 import { readApiKeys } from '../load/keys.js';
-import { nearerFilesAtRef, readDesiredAtRef } from '../load/git.js';
+import { linksChangedSince, nearerFilesAtRef, readDesiredAtRef } from '../load/git.js';
+import { isInside } from '../load/read-file.js';
 import { DEFAULT_CONFIG_FILE } from '../load/config.js';
 import { desiredRevision } from '../load/revision.js';
 import { VERSION } from '../version.js';
@@ -177,6 +178,18 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
   }
   let text: string | undefined;
   try {
+    // A link the change adds (or points elsewhere) that leads to the folder the search began in
+    // or to the config's folder: the step may have been started in it by a plain chdir (a CI
+    // runner's working-directory), which leaves no PWD to see the link through.
+    const folders = [searchedFrom, config.file === undefined ? undefined : dirname(config.file)].filter((f): f is string => f !== undefined).map(realOrSelf);
+    for (const link of await linksChangedSince(config.dir, baseRef)) {
+      let target: string;
+      try { target = realpathSync(link); } catch { continue; }
+      if (folders.some((f) => isInside(target, f))) {
+        const root = await repoRootOf(config.dir);
+        return `the symbolic link ${root === undefined ? link : relative(root, link)}, which leads to the config's folder or to where it was searched from, changed`;
+      }
+    }
     // A config the search found further up than the base ref's: the change removed (or renamed)
     // a nearer one, the one the base sends the keys with, and the search climbed to another
     // config of the base branch (a staging one at the top of the repository).
@@ -246,6 +259,10 @@ export function keySourceChange(raw: Record<string, unknown>, config: Pick<Resol
     if (keySource(config.tenants, name) !== before) return `the key source of tenant ${name} changed`;
   }
   return undefined;
+}
+
+function realOrSelf(path: string): string {
+  try { return realpathSync(path); } catch { return path; }
 }
 
 /** Whether the file, as named or as its link leads, lies in the git repository of `dir`. */

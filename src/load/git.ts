@@ -3,7 +3,7 @@
 // every read sees the same tree.
 import { execFile, spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
-import { dirname, isAbsolute, relative, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import { formatSize } from '../limits.js';
 
@@ -227,6 +227,33 @@ export async function nearerFilesAtRef(start: string, stop: string | undefined, 
   if (paths.some((p) => /[\n\r]/.test(p))) return paths;
   const checks = (await catFile(root, ['--batch-check'], paths.map((p) => `${commit}:${p}\n`).join(''))).toString('utf8').split('\n');
   return paths.filter((_, i) => (checks[i] ?? '').split(' ')[1] === 'blob');
+}
+
+/**
+ * The symbolic links the index holds (a checkout's tracked files) that `ref` does not hold alike
+ * (added, or pointing elsewhere), as absolute paths in the working tree: what a change could
+ * have made of a folder on the way to a config.
+ */
+export async function linksChangedSince(dir: string, ref: string): Promise<string[]> {
+  const root = await repoRoot(dir);
+  const commit = await resolveCommit(root, ref);
+  const links: { path: string; object: string }[] = [];
+  for (const entry of (await git(['ls-files', '-s', '-z'], root)).split('\0')) {
+    // "120000 <object> <stage>\t<path>"
+    const tab = entry.indexOf('\t');
+    if (tab < 0 || !entry.startsWith('120000 ')) continue;
+    links.push({ path: entry.slice(tab + 1), object: entry.split(' ')[1]! });
+  }
+  if (links.length === 0) return [];
+  const before = new Map<string, string>();
+  for (const entry of (await git(['ls-tree', '-r', '-z', '--full-tree', commit], root)).split('\0')) {
+    // "<mode> <type> <object>\t<path>"
+    const tab = entry.indexOf('\t');
+    if (tab < 0) continue;
+    const [mode, , object] = entry.slice(0, tab).split(' ');
+    before.set(entry.slice(tab + 1), `${mode} ${object}`);
+  }
+  return links.filter((l) => before.get(l.path) !== `120000 ${l.object}`).map((l) => join(root, ...l.path.split('/')));
 }
 
 /** A file's path relative to the repository root, or undefined when it lies outside it. */

@@ -509,12 +509,13 @@ describe('what a tester broke in review, each now a test', () => {
 
   // A breaker's next step: the working folder itself made a link (to the top, or to a folder
   // without a config), so that the search, from the physical folder, climbs to staging's config.
-  for (const target of ['.', 'sub']) {
-    it(`a pull request that makes the working folder a link to ${target === '.' ? 'the top of the repository' : 'a folder without a config'} sends no key`, async () => {
+  // And a CI runner starts a step in its working-directory by a plain chdir: no PWD names the link.
+  for (const [target, pwd] of [['.', 'logical'], ['sub', 'logical'], ['.', 'physical'], ['sub', 'physical']] as const) {
+    it(`a pull request that makes the working folder a link to ${target === '.' ? 'the top of the repository' : 'a folder without a config'} sends no key (${pwd} PWD)`, async () => {
       const server = await recorder();
       const staging = await recorder();
       try {
-        const name = `worklink-${target === '.' ? 'top' : 'sub'}`;
+        const name = `worklink-${target === '.' ? 'top' : 'sub'}-${pwd}`;
         const r = await reviewOfChange(name, server, async (dir, config) => {
           const root = dirname(dir);
           writeFileSync(join(root, 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`));
@@ -529,10 +530,12 @@ describe('what a tester broke in review, each now a test', () => {
             await git(root, 'rm', '-rq', 'config');
           }
           symlinkSync(target, dir);
-        }, { PWD: join(work, `worklink-${target === '.' ? 'top' : 'sub'}`, 'config') });
+          await git(root, 'add', 'config');
+          await git(root, 'commit', '-qm', 'the working folder is a link now');
+        }, { PWD: pwd === 'logical' ? join(work, name, 'config') : '/' });
         expect(server.keys).toEqual([]);
         expect(staging.keys).toEqual([]);
-        expect(r.stderr).toMatch(/^warning: .*symbolic link config in the repository in this change: the API keys are not sent where the change says/m);
+        expect(r.stderr).toMatch(/^warning: .*symbolic link config[, ].* in this change: the API keys are not sent where the change says/m);
       } finally {
         await server.close();
         await staging.close();
