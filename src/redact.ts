@@ -336,16 +336,16 @@ function base64Forms(text: string): string[] {
 
 /**
  * The base64 characters that a short key alone decides, in each of the three alignments (after 0,
- * 1 or 2 other bytes), standard and URL-safe: the whole groups after the first character mixed
- * with what comes before, up to the last group the key fills (what follows it changes the rest).
+ * 1 or 2 other bytes), standard and URL-safe: those whose 6 bits are all the key's (the first
+ * after a byte before it, the last before what follows it, are mixed).
  */
 function shortBase64(key: string): string[] {
   const bytes = Buffer.from(key, 'utf8');
   const out: string[] = [];
   for (let r = 0; r < 3; r++) {
     const std = Buffer.concat([Buffer.alloc(r), bytes]).toString('base64');
-    const from = r === 0 ? 0 : r + 1;
-    const to = 4 * Math.floor((r + bytes.length) / 3);
+    const from = Math.ceil((8 * r) / 6);
+    const to = Math.floor((8 * (r + bytes.length)) / 6);
     if (to - from < MIN_SECRET) continue;
     const part = std.slice(from, to);
     out.push(part, part.replace(/\+/g, '-').replace(/\//g, '_'));

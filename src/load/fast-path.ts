@@ -101,7 +101,9 @@ export function hasSpecial(text: string): boolean {
  *   comment would end there for one and go on for the other);
  * - an explicit key (`? `) or a flow collection as a key (`[x]: 1`): js-yaml makes text of a list
  *   key ("x", "a,b"), which yaml refuses;
- * - a `\U` escape: js-yaml makes lone surrogates of one beyond U+10FFFF, which yaml refuses.
+ * - a `\U` escape: js-yaml makes lone surrogates of one beyond U+10FFFF, which yaml refuses;
+ * - a block scalar (trailing lines of blanks or a tab, explicit indents), a comment against a
+ *   closing quote or bracket.
  * Doubt only costs time: the yaml path decides.
  */
 export function fastPathDoubt(text: string): boolean {
@@ -109,6 +111,19 @@ export function fastPathDoubt(text: string): boolean {
   for (let i = text.indexOf('\r'); i >= 0; i = text.indexOf('\r', i + 1)) if (text.charCodeAt(i + 1) !== 10) return true;
   for (let i = text.indexOf('?'); i >= 0; i = text.indexOf('?', i + 1)) {
     if (isBoundary(i === 0 ? 10 : text.charCodeAt(i - 1)) && (i + 1 >= text.length || isBreakOrBlank(text.charCodeAt(i + 1)))) return true;
+  }
+  // A block scalar (`|`, `>`, with or without indicators): js-yaml keeps or drops trailing blank
+  // and tab-only lines and explicit indents otherwise than yaml.
+  for (const ind of ['|', '>']) {
+    for (let i = text.indexOf(ind); i >= 0; i = text.indexOf(ind, i + 1)) {
+      const n = text.charCodeAt(i + 1);
+      if (isBoundary(i === 0 ? 10 : text.charCodeAt(i - 1)) && (isBreakOrBlank(n) || n === 43 || n === 45 || (n >= 49 && n <= 57))) return true;
+    }
+  }
+  // A comment against a closing quote or bracket (`"x"#c`): yaml refuses it, js-yaml does not.
+  for (let i = text.indexOf('#'); i >= 0; i = text.indexOf('#', i + 1)) {
+    const p = text.charCodeAt(i - 1);
+    if (p === 34 || p === 39 || p === 93 || p === 125) return true;
   }
   for (const close of [']', '}']) {
     for (let i = text.indexOf(close); i >= 0; i = text.indexOf(close, i + 1)) {
@@ -402,6 +417,9 @@ function phaseLocations(region: Region, count: number, file: string): SourceLoca
  * path: "[ a, b ]"), .inf "Infinity". The yaml path words those issues, or reads a quoted "null"
  * or "a,b" as it is. Loops: no array of keys per object.
  */
+/** yaml refuses an implicit key longer than this (KEY_OVER_1024_CHARS); js-yaml takes it. */
+const MAX_KEY_CHARS = 1024;
+
 /** Field names js-yaml makes of a null, a mapping or a number JSON cannot spell (a list: "a,b"). */
 const MADE_KEYS = new Set(['null', '[object Object]', 'NaN', 'Infinity', '-Infinity']);
 
@@ -414,7 +432,7 @@ export function plainValues(v: unknown): boolean {
   }
   for (const k in v) {
     if (!Object.hasOwn(v, k)) continue;
-    if (FORBIDDEN_KEYS.has(k) || MADE_KEYS.has(k) || k.includes(',') || !plainValues((v as Record<string, unknown>)[k])) return false;
+    if (FORBIDDEN_KEYS.has(k) || MADE_KEYS.has(k) || k.includes(',') || k.length > MAX_KEY_CHARS || !plainValues((v as Record<string, unknown>)[k])) return false;
   }
   return true;
 }

@@ -101,6 +101,9 @@ describe('fast path', () => {
       '\n        note: hello # c\r        fleet_percent: 100\n', '{ x: "a\rb" }', "{ x: 'a\rb' }",
       '\n        ? [x]\n        : 1\n', '{ ? [x] : 1 }', '\n        ? []\n        : 1\n', '\n        [x]: 1\n', '{ [x]: 1 }',
       '{ x: ! }', '[ ! ]', '{ y: { a: 25,\n        b: x } }', '\n        y: [1,\n        2]\n', '{ x: "\\U00110000" }',
+      // Round 16: block scalars (an explicit indent and a blank line, a tab-only line), a comment against a quote, a long key.
+      '\n        note: |2\n            indented two more\n           \n', '\n        note: >\n          a\n\t\n', '\n        note: "internal"#c\n',
+      '{ x: [a, b]#c\n        }', `\n        ${'k'.repeat(1025)}: 1\n`,
     ];
     for (const info of cases) {
       const { fast, slow } = both('d.yaml', action(info));

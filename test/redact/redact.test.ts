@@ -199,6 +199,11 @@ describe('redact', () => {
     for (const text of ['key=ab+cd12', 'x ab&hyphen;cd12 y', 'x ab\u2011cd12 y', `x ${b64('Pk3y_abc')} y`, `x ${b64('PQk3y_abc')} y`, `x ${b64url('PQk3y_abc')} y`]) {
       expect(redact(text), text).toContain('[REDACTED]');
     }
+    // A 4-character key leaves 4 characters its bits alone decide in each alignment.
+    registerSecret('k3yZ');
+    for (const plain of ['k3yZ"}', 'pk3yZ"}', 'ppk3yZX']) {
+      expect(redact(`blob=${b64url(plain)} end`), plain).toContain('[REDACTED]');
+    }
     registerSecret('abc');
     expect(redact('abc')).toBe('abc');
   });
