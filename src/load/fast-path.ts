@@ -38,15 +38,20 @@ export function loadJsYaml(): { readonly yaml: JsYaml; readonly schema: unknown 
 const CORE_INT = /^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+|0o[0-7]+)$/;
 const CORE_FLOAT = /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/;
 
+/** Whether a plain scalar starting with this character may be a number (a digit, a sign or a dot): most are names. */
+function mayBeNumber(c: number): boolean {
+  return (c >= 48 && c <= 57) || c === 45 || c === 43 || c === 46;
+}
+
 function yamlCoreSchema(): unknown {
   const int = new jsYamlModule.Type('tag:yaml.org,2002:int', {
     kind: 'scalar',
-    resolve: (data) => data !== null && CORE_INT.test(data),
+    resolve: (data) => data !== null && mayBeNumber(data.charCodeAt(0)) && CORE_INT.test(data),
     construct: (data) => (data.startsWith('0x') ? parseInt(data.slice(2), 16) : data.startsWith('0o') ? parseInt(data.slice(2), 8) : parseInt(data, 10)),
   });
   const float = new jsYamlModule.Type('tag:yaml.org,2002:float', {
     kind: 'scalar',
-    resolve: (data) => data !== null && CORE_FLOAT.test(data),
+    resolve: (data) => data !== null && mayBeNumber(data.charCodeAt(0)) && CORE_FLOAT.test(data),
     construct: (data) => {
       const tail = data.slice(-3).toLowerCase();
       if (tail === 'nan') return NaN;
