@@ -365,7 +365,7 @@ async function planOutcome(config: ResolvedConfig, desired: Awaited<ReturnType<t
       enforceSafety(plan, config, {});
     } catch (err) {
       if (!(err instanceof UnsafePlanError)) throw err;
-      markdown += `\n> [!CAUTION]\n> **apply would refuse this plan**: ${escapeMarkdown(err.message.replace(/ Nothing was written\.$/, ''))}\n`;
+      markdown += `\n> [!CAUTION]\n> **apply would refuse this plan**: ${escapeMarkdown(redact(err.message.replace(/ Nothing was written\.$/, '')))}\n`;
       code = 1;
     }
     return { markdown, code, findings: planFindings(plan) };
@@ -399,14 +399,16 @@ function diffFindings(diff: DesiredDiff): Finding[] {
 
 function problemsMarkdown(findings: readonly Finding[]): string {
   const n = findings.length;
-  const lines = findings.slice(0, MAX_LISTED_ISSUES).map((f) => `- <code>${escapeMarkdown(`${f.file}:${f.line}:${f.column ?? 1}`)}</code>: ${escapeMarkdown(f.message)}`);
+  // Redacted before it is escaped: the escapes respell a key's characters (`@` as &#64;&#8203;),
+  // and the redaction of the finished text would no longer find it.
+  const lines = findings.slice(0, MAX_LISTED_ISSUES).map((f) => `- <code>${escapeMarkdown(redact(`${f.file}:${f.line}:${f.column ?? 1}`))}</code>: ${escapeMarkdown(redact(f.message))}`);
   if (n > MAX_LISTED_ISSUES) lines.push(`- … and ${n - MAX_LISTED_ISSUES} more: run \`dus-sync validate\``);
   return ['## dus-sync plan', '', `**${n} problem${n === 1 ? '' : 's'} in the desired-state files: nothing can be planned until ${n === 1 ? 'it is' : 'they are'} fixed.**`, '', ...lines, ''].join('\n');
 }
 
 function failureMarkdown(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
-  return ['## dus-sync plan', '', '> [!CAUTION]', `> **The review could not run**: ${escapeMarkdown(message)}`, ''].join('\n');
+  return ['## dus-sync plan', '', '> [!CAUTION]', `> **The review could not run**: ${escapeMarkdown(redact(message))}`, ''].join('\n');
 }
 
 /** A last bound, after redaction: cut at a line with a note (the renderers stay well under it). */

@@ -66,6 +66,19 @@ describe('a key typed into a desired-state file', () => {
     git('reset', '-q', '--hard', 'HEAD~1');
   });
 
+  // A breaker typed the key as a field name: review's list of problems escaped the message
+  // (`@` as &#64;&#8203;) before the output's redaction, which then no longer found the key.
+  it('is [REDACTED] in review\'s list of problems when the escapes would respell it', () => {
+    for (const key of ['p@ss1', 'Zk3wQ9@xLm2Pq@7Rt5Yv@', 'www.k3y']) {
+      writeFileSync(join(dir, 'tenants/a.yaml'), action('wave-1').replace('  id: 7\n', `  id: 7\n  "${key}": 1\n`));
+      const out = run(['review', '--platform', 'none', '--mode', 'diff', '--base', 'HEAD'], { DUS_API_KEY_ACME: key });
+      const shown = out.replace(/&?#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n))).replace(/\u200b/g, '');
+      expect(out, key).toContain('[REDACTED]');
+      expect(shown.includes(key), shown).toBe(false);
+    }
+    writeFileSync(join(dir, 'tenants/a.yaml'), action('wave-1'));
+  });
+
   it('is [REDACTED] in an issue of dus-sync.yaml itself, whichever variable or file holds it', () => {
     const config = (extra: string) => `apiVersion: dus-sync/v1\nkind: Config\nbase_url: http://127.0.0.1:9\ntenants:\n  acme: { api_key_env: DUS_API_KEY_ACME }\n  globex: { api_key_file: globex.key }\nresources: ["tenants/*.yaml"]\n${extra}`;
     const sub = join(dir, 'cfg');
