@@ -10,7 +10,7 @@
 //      found by its marker and its author, updated on every push.
 // Commenting is best effort: a token that may not comment (a fork's) is a warning, not a failure.
 // Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
-import { appendFileSync, lstatSync, realpathSync, writeFileSync } from 'node:fs';
+import { appendFileSync, lstatSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
@@ -21,7 +21,6 @@ import { renderMarkdown } from '../core/render/markdown.js';
 import { escapeMarkdown } from '../core/render/markdown-escape.js';
 import { readApiKeys } from '../load/keys.js';
 import { linksChangedSince, nearerFilesAtRef, readDesiredAtRef } from '../load/git.js';
-import { isInside } from '../load/read-file.js';
 import { DEFAULT_CONFIG_FILE } from '../load/config.js';
 import { desiredRevision } from '../load/revision.js';
 import { VERSION } from '../version.js';
@@ -178,17 +177,17 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
   }
   let text: string | undefined;
   try {
-    // A link the change adds (or points elsewhere) that leads to the folder the search began in
-    // or to the config's folder: the step may have been started in it by a plain chdir (a CI
-    // runner's working-directory), which leaves no PWD to see the link through.
-    const folders = [searchedFrom, config.file === undefined ? undefined : dirname(config.file)].filter((f): f is string => f !== undefined).map(realOrSelf);
-    for (const link of await linksChangedSince(config.dir, baseRef)) {
-      let target: string;
-      try { target = realpathSync(link); } catch { continue; }
-      if (folders.some((f) => isInside(target, f))) {
-        const root = await repoRootOf(config.dir);
-        return `the symbolic link ${root === undefined ? link : relative(root, link)}, which leads to the config's folder or to where it was searched from, changed`;
-      }
+    // A link to a folder, or a submodule, that the change adds or points elsewhere: the step may
+    // have been started in a folder reached through it by a plain chdir (a CI runner's
+    // working-directory), which leaves no PWD to see the link by, and a chain of links (one the
+    // base already has among them) may end anywhere. A link to a file is the config's own check.
+    for (const changed of await linksChangedSince(config.dir, baseRef)) {
+      const root = await repoRootOf(config.dir);
+      const shown = root === undefined ? changed.path : relative(root, changed.path);
+      if (changed.submodule) return `the submodule ${shown} changed`;
+      let folder = false;
+      try { folder = statSync(changed.path).isDirectory(); } catch { /* dangling: leads nowhere */ }
+      if (folder) return `the symbolic link ${shown}, to a folder, changed`;
     }
     // A config the search found further up than the base ref's: the change removed (or renamed)
     // a nearer one, the one the base sends the keys with, and the search climbed to another
@@ -259,10 +258,6 @@ export function keySourceChange(raw: Record<string, unknown>, config: Pick<Resol
     if (keySource(config.tenants, name) !== before) return `the key source of tenant ${name} changed`;
   }
   return undefined;
-}
-
-function realOrSelf(path: string): string {
-  try { return realpathSync(path); } catch { return path; }
 }
 
 /** Whether the file, as named or as its link leads, lies in the git repository of `dir`. */

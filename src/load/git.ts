@@ -230,21 +230,22 @@ export async function nearerFilesAtRef(start: string, stop: string | undefined, 
 }
 
 /**
- * The symbolic links the index holds (a checkout's tracked files) that `ref` does not hold alike
- * (added, or pointing elsewhere), as absolute paths in the working tree: what a change could
- * have made of a folder on the way to a config.
+ * The symbolic links and submodules the index holds (a checkout's tracked files) that `ref`
+ * does not hold alike (added, or pointing elsewhere), as absolute paths in the working tree:
+ * what a change could have made of a folder on the way to a config.
  */
-export async function linksChangedSince(dir: string, ref: string): Promise<string[]> {
+export async function linksChangedSince(dir: string, ref: string): Promise<{ readonly path: string; readonly submodule: boolean }[]> {
   const root = await repoRoot(dir);
   const commit = await resolveCommit(root, ref);
-  const links: { path: string; object: string }[] = [];
+  const entries: { path: string; mode: string; object: string }[] = [];
   for (const entry of (await git(['ls-files', '-s', '-z'], root)).split('\0')) {
-    // "120000 <object> <stage>\t<path>"
+    // "<mode> <object> <stage>\t<path>": 120000 a symbolic link, 160000 a submodule.
     const tab = entry.indexOf('\t');
-    if (tab < 0 || !entry.startsWith('120000 ')) continue;
-    links.push({ path: entry.slice(tab + 1), object: entry.split(' ')[1]! });
+    if (tab < 0 || !(entry.startsWith('120000 ') || entry.startsWith('160000 '))) continue;
+    const [mode, object] = entry.slice(0, tab).split(' ');
+    entries.push({ path: entry.slice(tab + 1), mode: mode!, object: object! });
   }
-  if (links.length === 0) return [];
+  if (entries.length === 0) return [];
   const before = new Map<string, string>();
   for (const entry of (await git(['ls-tree', '-r', '-z', '--full-tree', commit], root)).split('\0')) {
     // "<mode> <type> <object>\t<path>"
@@ -253,7 +254,8 @@ export async function linksChangedSince(dir: string, ref: string): Promise<strin
     const [mode, , object] = entry.slice(0, tab).split(' ');
     before.set(entry.slice(tab + 1), `${mode} ${object}`);
   }
-  return links.filter((l) => before.get(l.path) !== `120000 ${l.object}`).map((l) => join(root, ...l.path.split('/')));
+  return entries.filter((e) => before.get(e.path) !== `${e.mode} ${e.object}`)
+    .map((e) => ({ path: join(root, ...e.path.split('/')), submodule: e.mode === '160000' }));
 }
 
 /** A file's path relative to the repository root, or undefined when it lies outside it. */

@@ -543,6 +543,54 @@ describe('what a tester broke in review, each now a test', () => {
     });
   }
 
+  // The next breaker: a chain whose last hop is a link the base already has (envs -> aliases,
+  // aliases/prod -> ../other/prod), and a folder made a submodule: any link to a folder, or
+  // submodule, that the change adds or points elsewhere now means the keyless diff.
+  for (const how of ['chain', 'submodule'] as const) {
+    it(`a pull request that reaches another config through ${how === 'chain' ? 'a chain of links' : 'a submodule'} (physical PWD) sends no key`, async () => {
+      const server = await recorder();
+      const staging = await recorder();
+      try {
+        const repo = await makeRepo(`via-${how}`);
+        const root = repo.root;
+        mkdirSync(join(root, 'envs'));
+        await git(root, 'mv', 'config', join('envs', 'prod'));
+        const prod = join(root, 'envs', 'prod', 'dus-sync.yaml');
+        writeFileSync(prod, readFileSync(prod, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`));
+        cpSync(join(root, 'envs', 'prod'), join(root, 'other', 'prod'), { recursive: true });
+        writeFileSync(join(root, 'other', 'prod', 'dus-sync.yaml'), readFileSync(prod, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`));
+        mkdirSync(join(root, 'aliases'));
+        symlinkSync(join('..', 'other', 'prod'), join(root, 'aliases', 'prod'));
+        await git(root, 'add', '-A');
+        await git(root, 'commit', '-qm', 'prod, staging and an alias');
+        await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+        await git(root, 'rm', '-rq', 'envs');
+        if (how === 'chain') {
+          symlinkSync('aliases', join(root, 'envs'));
+          await git(root, 'add', 'envs');
+        } else {
+          const inner = join(work, 'via-submodule-inner');
+          mkdirSync(inner);
+          await git(inner, 'init', '-q', '-b', 'main');
+          symlinkSync(join('..', 'other', 'prod'), join(inner, 'prod'));
+          await git(inner, 'add', '-A');
+          await git(inner, 'commit', '-qm', 'a link');
+          await git(root, '-c', 'protocol.file.allow=always', 'submodule', '-q', 'add', inner, 'envs');
+        }
+        await git(root, 'commit', '-qm', 'envs elsewhere');
+        expect(existsSync(join(root, 'envs', 'prod', 'dus-sync.yaml'))).toBe(true);
+        const env = baseEnv({ ...githubEnv(join(work, `summary-via-${how}.md`)), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, `state-via-${how}`), PWD: '/' });
+        const r = await exec(process.execPath, [CLI, 'review', '--no-comment'], join(root, 'envs', 'prod'), env);
+        expect(server.keys).toEqual([]);
+        expect(staging.keys).toEqual([]);
+        expect(r.stderr).toMatch(how === 'chain' ? /the symbolic link envs, to a folder, changed in this change/ : /the submodule envs changed in this change/);
+      } finally {
+        await server.close();
+        await staging.close();
+      }
+    });
+  }
+
   it('a workspace reached through a link (the link above the repository, not in it) still plans live, with its key', async () => {
     const server = await recorder();
     try {
