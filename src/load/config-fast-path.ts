@@ -17,7 +17,7 @@ const SPECIAL = /(^|[\s[{,:-])([&*][^\s]|!)|^%|<<|^---|^\.\.\./m;
 export function cleanConfigValue(raw: string, maxBytes: number): object | undefined {
   if (raw.length > maxBytes || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
-  if (SPECIAL.test(text) || fastPathDoubt(text)) return undefined;
+  if (SPECIAL.test(text) || fastPathDoubt(text) || text.split('\n').some((line) => line.length > 1024)) return undefined;
   const js = loadJsYaml();
   if (!js) return undefined;
   let values: unknown[];

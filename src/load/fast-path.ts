@@ -108,11 +108,18 @@ export function hasSpecial(text: string): boolean {
  *   key ("x", "a,b"), which yaml refuses;
  * - a `\U` escape: js-yaml makes lone surrogates of one beyond U+10FFFF, which yaml refuses;
  * - a block scalar (trailing lines of blanks or a tab, explicit indents), a comment against a
- *   closing quote or bracket.
+ *   closing quote or bracket, a tab among a line's leading blanks;
+ * - a line over 1,024 characters (yaml refuses a key written longer; fastParseFile, with the lines).
  * Doubt only costs time: the yaml path decides.
  */
 export function fastPathDoubt(text: string): boolean {
   if (text.includes('\\U')) return true;
+  // A tab among a line's leading blanks (a tab-only line in a plain scalar, a last line of a tab).
+  for (let i = text.indexOf('\t'); i >= 0; i = text.indexOf('\t', i + 1)) {
+    let k = i - 1;
+    while (k >= 0 && (text.charCodeAt(k) === 32 || text.charCodeAt(k) === 9)) k--;
+    if (k < 0 || text.charCodeAt(k) === 10 || text.charCodeAt(k) === 13) return true;
+  }
   for (let i = text.indexOf('\r'); i >= 0; i = text.indexOf('\r', i + 1)) if (text.charCodeAt(i + 1) !== 10) return true;
   for (let i = text.indexOf('?'); i >= 0; i = text.indexOf('?', i + 1)) {
     if (isBoundary(i === 0 ? 10 : text.charCodeAt(i - 1)) && (i + 1 >= text.length || isBreakOrBlank(text.charCodeAt(i + 1)))) return true;
@@ -200,15 +207,20 @@ class Lines {
   /** starts[i]: the offset of line i; one more entry, text.length + 1, ends the last. */
   readonly starts: number[];
   readonly length: number;
+  /** The length of the longest line. */
+  readonly longest: number;
   constructor(readonly text: string, private readonly crlf: boolean) {
     const starts: number[] = [];
     let pos = 0;
+    let longest = 0;
     for (;;) {
       starts.push(pos);
       const nl = text.indexOf('\n', pos);
-      if (nl < 0) break;
+      if (nl < 0) { longest = Math.max(longest, text.length - pos); break; }
+      longest = Math.max(longest, nl - pos);
       pos = nl + 1;
     }
+    this.longest = longest;
     this.length = starts.length;
     starts.push(text.length + 1);
     this.starts = starts;
@@ -286,7 +298,8 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (hasSpecial(text) || fastPathDoubt(text)) return undefined;
   const regions = contentRegions(text);
-  if (!regions) return undefined;
+  // yaml refuses a key written over 1,024 characters (quotes, escapes and blanks counted), js-yaml does not.
+  if (!regions || (regions.length > 0 && regions[0]!.lines.longest > MAX_KEY_CHARS)) return undefined;
   let values: unknown[];
   try {
     values = js.yaml.loadAll(text, null, { schema: js.schema }).filter((v) => v !== null && v !== undefined);

@@ -104,6 +104,8 @@ describe('fast path', () => {
       // Round 16: block scalars (an explicit indent and a blank line, a tab-only line), a comment against a quote, a long key.
       '\n        note: |2\n            indented two more\n           \n', '\n        note: >\n          a\n\t\n', '\n        note: "internal"#c\n',
       '{ x: [a, b]#c\n        }', `\n        ${'k'.repeat(1025)}: 1\n`,
+      // Round 17: a key written over 1,024 characters but shorter as a value; a tab among a line's leading blanks.
+      `\n        "${'a'.repeat(1023)}": 1\n`, `\n        ${'b'.repeat(1020)}     : 1\n`, '\n        note: first line\n\t\n          second line\n',
     ];
     for (const info of cases) {
       const { fast, slow } = both('d.yaml', action(info));
