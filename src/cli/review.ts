@@ -181,13 +181,15 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
     // have been started in a folder reached through it by a plain chdir (a CI runner's
     // working-directory), which leaves no PWD to see the link by, and a chain of links (one the
     // base already has among them) may end anywhere. A link to a file is the config's own check.
-    for (const changed of await linksChangedSince(config.dir, baseRef)) {
+    const changedLinks = await linksChangedSince(config.dir, baseRef);
+    const redirect = changedLinks.find((changed) => {
+      if (changed.submodule) return true;
+      try { return statSync(changed.path).isDirectory(); } catch { return false; /* dangling: leads nowhere */ }
+    });
+    if (redirect !== undefined) {
       const root = await repoRootOf(config.dir);
-      const shown = root === undefined ? changed.path : relative(root, changed.path);
-      if (changed.submodule) return `the submodule ${shown} changed`;
-      let folder = false;
-      try { folder = statSync(changed.path).isDirectory(); } catch { /* dangling: leads nowhere */ }
-      if (folder) return `the symbolic link ${shown}, to a folder, changed`;
+      const shown = root === undefined ? redirect.path : relative(root, redirect.path);
+      return redirect.submodule ? `the submodule ${shown} changed` : `the symbolic link ${shown}, to a folder, changed`;
     }
     // A config the search found further up than the base ref's: the change removed (or renamed)
     // a nearer one, the one the base sends the keys with, and the search climbed to another

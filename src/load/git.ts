@@ -118,14 +118,18 @@ function catFile(root: string, args: readonly string[], input: string): Promise<
  * refused by name before any of it is read (a 700 MB blob, 700 KB in git, was read whole and
  * ended in V8's "Cannot create a string longer than …").
  */
+/** `git cat-file --batch-check` of the paths at a commit: one line per path, "<object> <type> <size>" or "... missing". */
+async function checkBlobs(root: string, commit: string, repoPaths: readonly string[]): Promise<string[]> {
+  return (await catFile(root, ['--batch-check'], repoPaths.map((p) => `${commit}:${p}\n`).join(''))).toString('utf8').split('\n');
+}
+
 export async function readBlobs(root: string, commit: string, repoPaths: readonly string[], maxBytes = Number.MAX_SAFE_INTEGER): Promise<Map<string, string | undefined>> {
   // The line protocol cannot ask for a name holding a line break (git would read another file).
   const odd = repoPaths.find((p) => /[\n\r]/.test(p));
   if (odd !== undefined) {
     throw new UserError(`the file ${JSON.stringify(odd)} at ${commit.slice(0, 12)} has a line break in its name, which dus-sync cannot read from git; rename it, or keep it out of the resources`);
   }
-  const request = repoPaths.map((p) => `${commit}:${p}\n`).join('');
-  const checks = (await catFile(root, ['--batch-check'], request)).toString('utf8').split('\n');
+  const checks = await checkBlobs(root, commit, repoPaths);
   const wanted: string[] = [];
   repoPaths.forEach((path, i) => {
     const [, type, size] = (checks[i] ?? '').split(' ');
@@ -225,7 +229,7 @@ export async function nearerFilesAtRef(start: string, stop: string | undefined, 
   }
   if (paths.length === 0) return [];
   if (paths.some((p) => /[\n\r]/.test(p))) return paths;
-  const checks = (await catFile(root, ['--batch-check'], paths.map((p) => `${commit}:${p}\n`).join(''))).toString('utf8').split('\n');
+  const checks = await checkBlobs(root, commit, paths);
   return paths.filter((_, i) => (checks[i] ?? '').split(' ')[1] === 'blob');
 }
 

@@ -409,6 +409,27 @@ describe('what a tester broke in review, each now a test', () => {
     });
     return { ...s, keys };
   }
+  /** A production recorder and a staging one, closed after the test. */
+  async function withProdAndStaging(test: (server: Served & { keys: string[] }, staging: Served & { keys: string[] }) => Promise<void>): Promise<void> {
+    const server = await recorder();
+    const staging = await recorder();
+    try {
+      await test(server, staging);
+    } finally {
+      await server.close();
+      await staging.close();
+    }
+  }
+  /** `from`'s config written at `to`, sending the keys to `url`. */
+  function configTo(from: string, to: string, url: string): void {
+    writeFileSync(to, readFileSync(from, 'utf8').replace(/^base_url: .*$/m, `base_url: ${url}`));
+  }
+  /** Everything in the working tree, committed as the base the review compares with. */
+  async function commitBase(root: string, message: string): Promise<void> {
+    await git(root, 'add', '-A');
+    await git(root, 'commit', '-qm', message);
+    await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+  }
 
   it('a pull request that adds a tenant reading GITHUB_TOKEN never sends it: the keyless diff, and why', async () => {
     const server = await recorder();
@@ -481,15 +502,12 @@ describe('what a tester broke in review, each now a test', () => {
   });
 
   it('a pull request that removes the config, so that the search climbs to a staging config of the base branch, sends no key', async () => {
-    const server = await recorder();
-    const staging = await recorder();
-    try {
+    await withProdAndStaging(async (server, staging) => {
       const r = await reviewOfChange('configremoved', server, async (dir, config) => {
         const root = dirname(dir);
-        writeFileSync(join(root, 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`).replace(/^resources: .*$/m, 'resources: ["config/tenants/**/*.yaml"]'));
-        await git(root, 'add', '-A');
-        await git(root, 'commit', '-qm', 'a staging config at the top');
-        await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+        configTo(config, join(root, 'dus-sync.yaml'), staging.url);
+        writeFileSync(join(root, 'dus-sync.yaml'), readFileSync(join(root, 'dus-sync.yaml'), 'utf8').replace(/^resources: .*$/m, 'resources: ["config/tenants/**/*.yaml"]'));
+        await commitBase(root, 'a staging config at the top');
         await git(root, 'rm', '-q', join('config', 'dus-sync.yaml'));
         appendPhase(dir, 'wave-n');
       });
@@ -501,10 +519,7 @@ describe('what a tester broke in review, each now a test', () => {
       expect(planned.stdout, planned.stderr).not.toMatch(/^## dus-sync diff/);
       expect(server.keys).toContain('dev-key-acme');
       expect(staging.keys).toEqual([]);
-    } finally {
-      await server.close();
-      await staging.close();
-    }
+    });
   });
 
   // A breaker's next step: the working folder itself made a link (to the top, or to a folder
@@ -512,17 +527,13 @@ describe('what a tester broke in review, each now a test', () => {
   // And a CI runner starts a step in its working-directory by a plain chdir: no PWD names the link.
   for (const [target, pwd] of [['.', 'logical'], ['sub', 'logical'], ['.', 'physical'], ['sub', 'physical']] as const) {
     it(`a pull request that makes the working folder a link to ${target === '.' ? 'the top of the repository' : 'a folder without a config'} sends no key (${pwd} PWD)`, async () => {
-      const server = await recorder();
-      const staging = await recorder();
-      try {
+      await withProdAndStaging(async (server, staging) => {
         const name = `worklink-${target === '.' ? 'top' : 'sub'}-${pwd}`;
         const r = await reviewOfChange(name, server, async (dir, config) => {
           const root = dirname(dir);
-          writeFileSync(join(root, 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`));
+          configTo(config, join(root, 'dus-sync.yaml'), staging.url);
           cpSync(join(dir, 'tenants'), join(root, 'tenants'), { recursive: true });
-          await git(root, 'add', '-A');
-          await git(root, 'commit', '-qm', 'a staging config at the top');
-          await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+          await commitBase(root, 'a staging config at the top');
           if (target === 'sub') {
             await git(root, 'mv', 'config', 'sub');
             await git(root, 'rm', '-qf', join('sub', 'dus-sync.yaml'));
@@ -536,10 +547,7 @@ describe('what a tester broke in review, each now a test', () => {
         expect(server.keys).toEqual([]);
         expect(staging.keys).toEqual([]);
         expect(r.stderr).toMatch(/^warning: .*symbolic link config[, ].* in this change: the API keys are not sent where the change says/m);
-      } finally {
-        await server.close();
-        await staging.close();
-      }
+      });
     });
   }
 
@@ -548,22 +556,18 @@ describe('what a tester broke in review, each now a test', () => {
   // submodule, that the change adds or points elsewhere now means the keyless diff.
   for (const how of ['chain', 'submodule'] as const) {
     it(`a pull request that reaches another config through ${how === 'chain' ? 'a chain of links' : 'a submodule'} (physical PWD) sends no key`, async () => {
-      const server = await recorder();
-      const staging = await recorder();
-      try {
+      await withProdAndStaging(async (server, staging) => {
         const repo = await makeRepo(`via-${how}`);
         const root = repo.root;
         mkdirSync(join(root, 'envs'));
         await git(root, 'mv', 'config', join('envs', 'prod'));
         const prod = join(root, 'envs', 'prod', 'dus-sync.yaml');
-        writeFileSync(prod, readFileSync(prod, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`));
+        configTo(prod, prod, server.url);
         cpSync(join(root, 'envs', 'prod'), join(root, 'other', 'prod'), { recursive: true });
-        writeFileSync(join(root, 'other', 'prod', 'dus-sync.yaml'), readFileSync(prod, 'utf8').replace(/^base_url: .*$/m, `base_url: ${staging.url}`));
+        configTo(prod, join(root, 'other', 'prod', 'dus-sync.yaml'), staging.url);
         mkdirSync(join(root, 'aliases'));
         symlinkSync(join('..', 'other', 'prod'), join(root, 'aliases', 'prod'));
-        await git(root, 'add', '-A');
-        await git(root, 'commit', '-qm', 'prod, staging and an alias');
-        await git(root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+        await commitBase(root, 'prod, staging and an alias');
         await git(root, 'rm', '-rq', 'envs');
         if (how === 'chain') {
           symlinkSync('aliases', join(root, 'envs'));
@@ -584,10 +588,7 @@ describe('what a tester broke in review, each now a test', () => {
         expect(server.keys).toEqual([]);
         expect(staging.keys).toEqual([]);
         expect(r.stderr).toMatch(how === 'chain' ? /the symbolic link envs, to a folder, changed in this change/ : /the submodule envs changed in this change/);
-      } finally {
-        await server.close();
-        await staging.close();
-      }
+      });
     });
   }
 
