@@ -182,14 +182,16 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
     // working-directory), which leaves no PWD to see the link by, and a chain of links (one the
     // base already has among them) may end anywhere. A link to a file is the config's own check.
     const changedLinks = await linksChangedSince(config.dir, baseRef);
+    // Only a link that leads to a file here is the config's own check: one that leads nowhere
+    // from here may lead somewhere from the runner's folder (/proc/self/cwd/..., relative to it).
     const redirect = changedLinks.find((changed) => {
       if (changed.submodule) return true;
-      try { return statSync(changed.path).isDirectory(); } catch { return false; /* dangling: leads nowhere */ }
+      try { return !statSync(changed.path).isFile(); } catch { return true; }
     });
     if (redirect !== undefined) {
       const root = await repoRootOf(config.dir);
       const shown = root === undefined ? redirect.path : relative(root, redirect.path);
-      return redirect.submodule ? `the submodule ${shown} changed` : `the symbolic link ${shown}, to a folder, changed`;
+      return redirect.submodule ? `the submodule ${shown} changed` : `the symbolic link ${shown}, to a folder or nowhere from here, changed`;
     }
     // A config the search found further up than the base ref's: the change removed (or renamed)
     // a nearer one, the one the base sends the keys with, and the search climbed to another

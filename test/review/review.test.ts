@@ -8,7 +8,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symli
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -554,8 +554,10 @@ describe('what a tester broke in review, each now a test', () => {
   // The next breaker: a chain whose last hop is a link the base already has (envs -> aliases,
   // aliases/prod -> ../other/prod), and a folder made a submodule: any link to a folder, or
   // submodule, that the change adds or points elsewhere now means the keyless diff.
-  for (const how of ['chain', 'submodule'] as const) {
-    it(`a pull request that reaches another config through ${how === 'chain' ? 'a chain of links' : 'a submodule'} (physical PWD) sends no key`, async () => {
+  // And round 18: a link that leads nowhere from review's folder, but somewhere from the runner's
+  // (/proc/self/cwd resolved against the spawner's folder), was taken for a dangling one.
+  for (const how of ['chain', 'submodule', 'proc'] as const) {
+    it(`a pull request that reaches another config through ${how === 'chain' ? 'a chain of links' : how === 'submodule' ? 'a submodule' : 'a link through /proc/self/cwd'} (physical PWD) sends no key`, async () => {
       await withProdAndStaging(async (server, staging) => {
         const repo = await makeRepo(`via-${how}`);
         const root = repo.root;
@@ -572,6 +574,10 @@ describe('what a tester broke in review, each now a test', () => {
         if (how === 'chain') {
           symlinkSync('aliases', join(root, 'envs'));
           await git(root, 'add', 'envs');
+        } else if (how === 'proc') {
+          // The step is spawned from this process's folder, review runs in other/prod.
+          symlinkSync(`/proc/self/cwd/${relative(process.cwd(), join(root, 'other'))}`, join(root, 'envs'));
+          await git(root, 'add', 'envs');
         } else {
           const inner = join(work, 'via-submodule-inner');
           mkdirSync(inner);
@@ -587,7 +593,7 @@ describe('what a tester broke in review, each now a test', () => {
         const r = await exec(process.execPath, [CLI, 'review', '--no-comment'], join(root, 'envs', 'prod'), env);
         expect(server.keys).toEqual([]);
         expect(staging.keys).toEqual([]);
-        expect(r.stderr).toMatch(how === 'chain' ? /the symbolic link envs, to a folder, changed in this change/ : /the submodule envs changed in this change/);
+        expect(r.stderr).toMatch(how === 'submodule' ? /the submodule envs changed in this change/ : /the symbolic link envs, to a folder or nowhere from here, changed in this change/);
       });
     });
   }
