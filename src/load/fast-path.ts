@@ -251,6 +251,8 @@ interface Region {
   readonly start: number;
   /** 0-based index past the region's last line. */
   readonly end: number;
+  /** specLine's answer, once asked. */
+  spec?: number;
 }
 
 const SPEC_LINE = /^spec:[ \t]*(#.*)?$/;
@@ -329,7 +331,7 @@ function contentRegions(text: string): Region[] | undefined {
     if (first < end) {
       // Content must start at column 1, as yaml's documents do in every file we accept here.
       if (startsWithSpace(lines.at(first))) return false;
-      regions.push({ first, lines, start, end });
+      regions.push({ first, lines, start, end, spec: undefined });
     }
     return true;
   };
@@ -360,13 +362,19 @@ function isBlankOrComment(line: string): boolean {
   return t === '' || t.startsWith('#');
 }
 
-/** The line index of the document's block `spec:` line, or -1. */
+/** The line index of the document's block `spec:` line, or -1; found once (identities and phases ask for it). */
 function specLine(region: Region): number {
+  if (region.spec !== undefined) return region.spec;
+  const { text, starts } = region.lines;
+  region.spec = -1;
   for (let i = region.start; i < region.end; i++) {
-    const line = region.lines.at(i);
-    if (line.startsWith('spec:') && SPEC_LINE.test(line)) return i;
+    // Lines are sliced only when they start so.
+    if (text.startsWith('spec:', starts[i]) && SPEC_LINE.test(region.lines.at(i))) {
+      region.spec = i;
+      break;
+    }
   }
-  return -1;
+  return region.spec;
 }
 
 function fastDocument(value: unknown, region: Region, index: number, file: string, config: ResolvedConfig, placeholderPossible: boolean): ParsedDocument | undefined {
