@@ -433,10 +433,31 @@ interface Level {
 
 type Region = [start: number, end: number];
 
+/**
+ * How deep views are split by escape family: a stray escape start (a path's `\` before a key's
+ * digits, read as octal) can eat a key's first characters in the view that decodes every family,
+ * while another family spells the rest (`\3770ab&#99;d`), so no view held 8 of them in a row.
+ * Where an escape that ate a letter or a digit (`%3a`, `\101`, `\u0041`, `\n`, `&#99`) is
+ * followed within 8 characters by another family's, the text is also decoded with the first
+ * family left as written.
+ */
+const SPLIT_DEPTHS = 2;
+
 function findRegions(text: string, m: Matcher): Region[] {
   const regions: Region[] = [];
-  let level: Level | undefined = { view: text };
-  for (let depth = 0; level !== undefined; depth++) {
+  searchLevels({ view: text }, 0, true, m, regions, undefined);
+  return regions;
+}
+
+/**
+ * Searches the view and the views decoding it level by level; where a family ate characters
+ * before another's escape, also the chain that leaves that family as written (split: only on the
+ * first levels, and not again within such a chain). `made` holds the views searched once there
+ * are several chains: a chain that reaches a view already searched stops.
+ */
+function searchLevels(start: Level, firstDepth: number, split: boolean, m: Matcher, regions: Region[], made: Set<string> | undefined): void {
+  let level: Level | undefined = start;
+  for (let depth = firstDepth; level !== undefined; depth++) {
     const lv: Level = level;
     const add = (s: number, e: number) => {
       regions.push(lv.map ? [lv.map(s)[0], lv.map(e - 1)[1]] : [s, e]);
@@ -449,9 +470,25 @@ function findRegions(text: string, m: Matcher): Region[] {
         for (let i = view.indexOf(w); i >= 0; i = view.indexOf(w, i + 1)) add(i, i + w.length);
       }
     }
-    level = depth + 1 < MAX_DECODE_LEVELS && hasEscapeStart(lv.view) ? decode(lv) : undefined;
+    if (depth + 1 >= MAX_DECODE_LEVELS || !hasEscapeStart(lv.view)) break;
+    const all = decode(lv, 0);
+    if (all === undefined) break;
+    if (made !== undefined) {
+      if (made.has(all.view)) break;
+      made.add(all.view);
+    }
+    if (split && depth < SPLIT_DEPTHS && all.eating !== 0) {
+      const seen = (made ??= new Set([lv.view, all.view]));
+      for (let f = 1; f < FAMILIES; f <<= 1) {
+        if ((all.eating & f) === 0) continue;
+        const apart = decode(lv, f);
+        if (apart === undefined || seen.has(apart.view)) continue;
+        seen.add(apart.view);
+        searchLevels(apart, depth + 1, false, m, regions, seen);
+      }
+    }
+    level = all;
   }
-  return regions;
 }
 
 /**
@@ -511,6 +548,23 @@ const ESCAPE = /%([0-7][0-9a-fA-F])|\\(["\\/'bfnrt])|\\u([0-9a-fA-F]{4})|\\u\{0*
 type Group = string | undefined;
 const SIMPLE: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 
+// The families of escapes, by which views are split (findRegions): one bit each.
+const PCT = 1;
+const SIMPLE_ESC = 2;
+const UNICODE = 4;
+const HEX = 8;
+const OCTAL = 16;
+const HTML = 32;
+const FAMILIES = 64;
+
+function familyOf(pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group): number {
+  if (pct !== undefined) return PCT;
+  if (simple !== undefined) return SIMPLE_ESC;
+  if (u !== undefined || es6 !== undefined) return UNICODE;
+  if (x !== undefined) return HEX;
+  return octal !== undefined ? OCTAL : HTML;
+}
+
 function unescapeOne(m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group): string {
   if (pct !== undefined) return String.fromCharCode(parseInt(pct, 16));
   if (simple !== undefined) return SIMPLE[simple] ?? simple;
@@ -542,14 +596,35 @@ function decodeReference(ref: string): string {
  * a native replace; only the escapes are recorded, and a character is mapped back (rarely: only
  * for a match) by a binary search over them. An escape usually becomes one character, but an
  * HTML reference may become two (`&#128512;`, `&NotEqualTilde;`) or keep a tail (`&ampxyz`).
+ * Escapes of the families in `skip` are left as written; `families` says which were decoded,
+ * `eating` which of them ended in a letter or a digit (one a key may have begun with) with
+ * another family's escape fewer than 8 characters on.
  */
-function decode(level: Level): Level | undefined {
+function decode(level: Level, skip: number): (Level & { readonly families: number; readonly eating: number }) | undefined {
   const at: number[] = []; // per escape: view index, length in the view, text index, length in the text
   let shift = 0;
+  let families = 0;
+  let eating = 0;
+  let lastEating = 0;
+  let lastEatingEnd = 0;
+  let since = 0;
   // The groups of ESCAPE, one parameter each: no array per match (text may hold 100,000 of them).
   const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
+    const family = familyOf(pct, simple, u, es6, x, octal);
+    if ((family & skip) !== 0) return m;
     const out = unescapeOne(m, pct, simple, u, es6, x, octal, html);
     if (out === m) return m;
+    families |= family;
+    // Another family's escape within 8 characters of one that ate a letter or a digit: a key's
+    // run may have begun in what the first ate and go on in what the second spells.
+    if (lastEating !== 0 && family !== lastEating && offset - lastEatingEnd + since < W) eating |= lastEating;
+    if (isAlphanumeric(m.charCodeAt(m.length - 1))) {
+      lastEating = family;
+      lastEatingEnd = offset + m.length;
+      since = 0;
+    } else {
+      since++;
+    }
     at.push(offset + shift, out.length, offset, m.length);
     shift += out.length - m.length;
     return out;
@@ -574,7 +649,11 @@ function decode(level: Level): Level | undefined {
   };
   const outer = level.map;
   const map = outer ? (j: number): Region => { const [a, b] = local(j); return [outer(a)[0], outer(b - 1)[1]]; } : local;
-  return { view, map };
+  return { view, map, families, eating };
+}
+
+function isAlphanumeric(c: number): boolean {
+  return (c >= 48 && c <= 57) || ((c | 32) >= 97 && (c | 32) <= 122);
 }
 
 /** The text with the regions (overlapping or not, in any order) replaced by one [REDACTED] each run. */
