@@ -8,7 +8,7 @@
 // or a window's tenants) come from the yaml path, parsed on first use. Anything else, and any
 // issue at all, takes the yaml path from the start, so messages are the yaml path's own.
 import { isPlainObject } from './documents.js';
-import { fastPathDoubt, loadJsYaml, plainValues } from './fast-path.js';
+import { fastPathDoubt, hasOverlongLine, loadJsYaml, plainValues } from './fast-path.js';
 
 /** Anchors, aliases, tags, directives and merge keys (as fast-path.ts), and document markers. */
 const SPECIAL = /(^|[\s[{,:-])([&*][^\s]|!)|^%|<<|^---|^\.\.\./m;
@@ -17,7 +17,7 @@ const SPECIAL = /(^|[\s[{,:-])([&*][^\s]|!)|^%|<<|^---|^\.\.\./m;
 export function cleanConfigValue(raw: string, maxBytes: number): object | undefined {
   if (raw.length > maxBytes || raw.includes('\u0000') || raw.includes('\uFFFD')) return undefined;
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
-  if (SPECIAL.test(text) || fastPathDoubt(text) || text.split('\n').some((line) => line.length > 1024)) return undefined;
+  if (SPECIAL.test(text) || fastPathDoubt(text) || hasOverlongLine(text)) return undefined;
   const js = loadJsYaml();
   if (!js) return undefined;
   let values: unknown[];

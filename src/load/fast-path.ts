@@ -446,6 +446,16 @@ function phaseLocations(region: Region, count: number, file: string): SourceLoca
 /** yaml refuses an implicit key longer than this (KEY_OVER_1024_CHARS); js-yaml takes it. */
 const MAX_KEY_CHARS = 1024;
 
+/** Whether a line of the text is longer than yaml lets a key be written: such a file is the yaml path's. */
+export function hasOverlongLine(text: string): boolean {
+  let pos = 0;
+  for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', pos)) {
+    if (nl - pos > MAX_KEY_CHARS) return true;
+    pos = nl + 1;
+  }
+  return text.length - pos > MAX_KEY_CHARS;
+}
+
 /** Field names js-yaml makes of a null, a mapping or a number JSON cannot spell (a list: "a,b"). */
 const MADE_KEYS = new Set(['null', '[object Object]', 'NaN', 'Infinity', '-Infinity']);
 

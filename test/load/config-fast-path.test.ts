@@ -9,6 +9,7 @@ import { configText } from '../../src/cli/init.js';
 import * as fastPath from '../../src/load/config-fast-path.js';
 import { resolveConfig } from '../../src/load/config.js';
 import { MAX_ALIAS_COUNT, MAX_FILE_BYTES, parseYamlSource } from '../../src/load/yaml-source.js';
+import { hasOverlongLine } from '../../src/load/fast-path.js';
 
 // The real function, switched off (undefined: take the yaml path) where a test compares.
 vi.mock('../../src/load/config-fast-path.js', async (original) => {
@@ -101,7 +102,17 @@ describe('the fast path of dus-sync.yaml', () => {
       '- a\n- b\n',
       '',
       `${BASE}base_url: "http://x\u0000"\n`,
+      // A line longer than yaml lets a key be written, in the middle or last without a line feed.
+      `${BASE}tenants:\n  ${'k'.repeat(1025)}: {}\ndefault_tenant: acme\n`,
+      `${BASE}default_tenant: ${'a'.repeat(1025)}`,
     ]) expect(real(text, MAX_FILE_BYTES), JSON.stringify(text)).toBeUndefined();
+  });
+
+  it('counts a line over 1,024 characters as yaml does, with or without a line feed after it', () => {
+    for (const [text, over] of [
+      ['x'.repeat(1024), false], ['x'.repeat(1025), true], [`${'x'.repeat(1024)}\n`, false], [`a\n${'x'.repeat(1025)}\nb`, true],
+      [`a\n${'x'.repeat(1024)}\r\nb`, true], ['', false], ['\n\n', false],
+    ] as const) expect(hasOverlongLine(text), JSON.stringify(text.slice(0, 10))).toBe(over);
   });
 
   it('gives way on any issue: the yaml path words it, at its line', async () => {
