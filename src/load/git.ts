@@ -2,8 +2,8 @@
 // spawn, never a shell), offline (no fetch), and the ref is resolved once to a commit so that
 // every read sees the same tree.
 import { execFile, spawn } from 'node:child_process';
-import { realpathSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import { formatSize } from '../limits.js';
 
@@ -22,14 +22,29 @@ export interface TreeAtRef {
 
 const MAX_BUFFER = 256 * 1024 * 1024;
 
-/** Git without prompts, pagers or the user's external diff tools getting in the way. */
-export const GIT_ENV: NodeJS.ProcessEnv = {
+/**
+ * Git without prompts, pagers or the user's external diff tools getting in the way, and never
+ * in a repository it did not find as a `.git` folder: a pull request can commit the pieces of a
+ * git directory (HEAD, config, objects/, refs/) as plain files, and git run in that folder would
+ * take it for a bare repository, read its made-up history as the base branch, and run what its
+ * config names (core.fsmonitor). safe.bareRepository=explicit (git 2.38 and later) refuses a bare
+ * repository found by searching; set in the environment (GIT_CONFIG_COUNT), the command line's
+ * scope, which a repository's own config cannot override.
+ */
+export const GIT_ENV: NodeJS.ProcessEnv = withGitConfig({
   ...process.env,
   GIT_TERMINAL_PROMPT: '0',
   GIT_PAGER: 'cat',
   GIT_OPTIONAL_LOCKS: '0',
   LC_ALL: 'C',
-};
+}, 'safe.bareRepository', 'explicit');
+
+/** The environment with one more configuration entry of the command line's scope, after any it already passes. */
+export function withGitConfig(env: NodeJS.ProcessEnv, key: string, value: string): NodeJS.ProcessEnv {
+  const given = Number(env.GIT_CONFIG_COUNT ?? '0');
+  const n = Number.isSafeInteger(given) && given > 0 ? given : 0;
+  return { ...env, GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: key, [`GIT_CONFIG_VALUE_${n}`]: value };
+}
 
 function git(args: readonly string[], cwd: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -54,9 +69,36 @@ function toRepoRelative(root: string, dir: string): string {
   return rel.split(sep).join('/');
 }
 
-export async function repoRoot(dir: string): Promise<string> {
+/**
+ * The working tree's top from `git rev-parse --show-toplevel --absolute-git-dir`, when the git
+ * directory git found is that checkout's own `.git` (a folder, or the file of a worktree or a
+ * submodule that names it); undefined otherwise. Where git is older than safe.bareRepository, a
+ * pull request's plain files that look like a git directory (HEAD, objects/, refs/, a config
+ * naming a working tree) would otherwise pass for the repository and its history for the base.
+ * An operator's own GIT_DIR is taken as it is.
+ */
+export function checkoutTop(revParse: string): string | undefined {
+  const [top = '', gitDir = ''] = revParse.split('\n').map((l) => l.trim());
+  if (top === '' || gitDir === '') return undefined;
+  if ((process.env.GIT_DIR ?? '') !== '') return top;
+  const dotGit = join(top, '.git');
   try {
-    return (await git(['rev-parse', '--show-toplevel'], dir)).trim();
+    let expected = dotGit;
+    if (lstatSync(dotGit).isFile()) {
+      const named = /^gitdir:[ \t]*(.+)$/m.exec(readFileSync(dotGit, 'utf8'))?.[1]?.trim();
+      if (named === undefined) return undefined;
+      expected = resolve(top, named);
+    }
+    return realpathSync(expected) === realpathSync(gitDir) ? top : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function repoRoot(dir: string): Promise<string> {
+  let out: string;
+  try {
+    out = await git(['rev-parse', '--show-toplevel', '--absolute-git-dir'], dir);
   } catch (err) {
     if (err instanceof UserError) throw err;
     // Containers often run as another user than the checkout's owner; git then refuses.
@@ -65,6 +107,9 @@ export async function repoRoot(dir: string): Promise<string> {
     }
     throw new UserError(`diff --base needs a git repository, and ${dir} is not inside one (git said: ${firstLine(err)}).`);
   }
+  const top = checkoutTop(out);
+  if (top === undefined) throw new UserError(`diff --base needs a git repository, and the git directory git found from ${dir} is not a checkout's .git (${out.trim().split('\n').pop()}): files that look like a git directory's (HEAD, config, objects, refs) are there; remove them from the repository.`);
+  return top;
 }
 
 function firstLine(err: unknown): string {

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ghData, ghProperty } from '../cli/validate.js';
+import { checkoutTop, GIT_ENV } from '../load/git.js';
 
 export interface Finding {
   readonly severity: 'error' | 'warning';
@@ -25,15 +26,15 @@ export const MAX_ANNOTATIONS = 50;
 /** The repository's top folder, or undefined outside git (paths then stay as they are). */
 export function repoRootOf(cwd: string): Promise<string | undefined> {
   return new Promise((done) => {
-    execFile('git', ['rev-parse', '--show-toplevel'], { cwd, timeout: 10_000, encoding: 'utf8', env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' } },
-      (err, stdout) => done(err ? undefined : stdout.trim() || undefined));
+    execFile('git', ['rev-parse', '--show-toplevel', '--absolute-git-dir'], { cwd, timeout: 10_000, encoding: 'utf8', env: GIT_ENV },
+      (err, stdout) => done(err ? undefined : checkoutTop(stdout)));
   });
 }
 
 /** The working tree of the repository whose submodule holds `cwd`, or undefined (not a submodule, or no git). */
 export function superprojectOf(cwd: string): Promise<string | undefined> {
   return new Promise((done) => {
-    execFile('git', ['rev-parse', '--show-superproject-working-tree'], { cwd, timeout: 10_000, encoding: 'utf8', env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' } },
+    execFile('git', ['rev-parse', '--show-superproject-working-tree'], { cwd, timeout: 10_000, encoding: 'utf8', env: GIT_ENV },
       (err, stdout) => done(err ? undefined : stdout.trim() || undefined));
   });
 }

@@ -4,7 +4,7 @@
 // annotations with paths from the repository's root when run from a subfolder; and the action's
 // run step, by bash, as a runner runs it.
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
+import { checkoutTop, withGitConfig } from '../../src/load/git.js';
 import { REPO } from '../diff/built-cli.js';
 
 const CLI = join(REPO, 'dist', 'cli.js');
@@ -499,6 +500,67 @@ describe('what a tester broke in review, each now a test', () => {
       await server.close();
       await staging.close();
     }
+  });
+
+  /**
+   * A made-up git directory as plain files in `dir` (git forbids only the name .git): HEAD,
+   * objects/ and refs/ of a history whose origin/main is `dir` as it is now, and a config naming a
+   * working tree (`worktree`, relative to `dir`).
+   */
+  async function plantGitDirectory(dir: string, worktree: string): Promise<void> {
+    const fake = mkdtempSync(join(work, 'fake-'));
+    cpSync(dir, fake, { recursive: true });
+    await git(fake, 'init', '-q', '-b', 'main');
+    await git(fake, 'add', '-A');
+    await git(fake, 'commit', '-qm', 'made up');
+    const commit = (await git(fake, 'rev-parse', 'HEAD')).stdout.trim();
+    cpSync(join(fake, '.git', 'HEAD'), join(dir, 'HEAD'));
+    cpSync(join(fake, '.git', 'objects'), join(dir, 'objects'), { recursive: true });
+    mkdirSync(join(dir, 'refs', 'remotes', 'origin'), { recursive: true });
+    mkdirSync(join(dir, 'refs', 'heads'), { recursive: true });
+    writeFileSync(join(dir, 'refs', 'remotes', 'origin', 'main'), `${commit}\n`);
+    writeFileSync(join(dir, 'refs', 'heads', 'main'), `${commit}\n`);
+    writeFileSync(join(dir, 'config'), `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ${worktree}\n`);
+    rmSync(fake, { recursive: true, force: true });
+  }
+
+  // A breaker's: git run in the config's folder took the planted files for the repository, read
+  // the base branch from their history (the pull request's own config), and saw no change.
+  for (const worktree of ['.', '..']) {
+    it(`a pull request that commits a git directory's files in the config's folder (working tree ${worktree}) sends no key`, async () => {
+      await withProdAndStaging(async (server, staging) => {
+        const r = await reviewOfChange(`plantedgit${worktree.length}`, server, async (dir, config) => {
+          configTo(config, config, staging.url);
+          await plantGitDirectory(dir, worktree);
+          await git(dirname(dir), 'add', '-A');
+          await git(dirname(dir), 'commit', '-qm', 'the change');
+        });
+        expect(staging.keys).toEqual([]);
+        expect(server.keys).toEqual([]);
+        expect(r.stderr).toMatch(/bare repository|not a checkout's \.git/);
+        expect(r.status).toBe(1);
+      });
+    });
+  }
+
+  it('the check of the git directory git found: a checkout\'s .git, not a folder of files that look like one (git before safe.bareRepository)', async () => {
+    const { root, dir } = await makeRepo('gitdircheck');
+    const revParse = async (cwd: string) => (await git(cwd, '-c', 'safe.bareRepository=all', 'rev-parse', '--show-toplevel', '--absolute-git-dir')).stdout;
+    expect(checkoutTop(await revParse(dir))).toBe(realpathSync(root));
+    await plantGitDirectory(dir, '..');
+    // Old git takes the folder for the repository, with the checkout's top as its working tree.
+    const planted = await revParse(dir);
+    expect(planted.split('\n')[0]).toBe(realpathSync(root));
+    expect(checkoutTop(planted)).toBeUndefined();
+    // A worktree's .git is a file that names its git directory.
+    await git(root, 'worktree', 'add', '-q', join(work, 'gitdircheck-wt'));
+    expect(checkoutTop(await revParse(join(work, 'gitdircheck-wt')))).toBe(realpathSync(join(work, 'gitdircheck-wt')));
+  });
+
+  it('git is told safe.bareRepository=explicit after whatever configuration the environment passes', () => {
+    expect(withGitConfig({ PATH: '/bin' }, 'safe.bareRepository', 'explicit')).toEqual({ PATH: '/bin', GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.bareRepository', GIT_CONFIG_VALUE_0: 'explicit' });
+    const env = withGitConfig({ GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.bareRepository', GIT_CONFIG_VALUE_0: 'all' }, 'safe.bareRepository', 'explicit');
+    expect(env).toMatchObject({ GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'safe.bareRepository', GIT_CONFIG_VALUE_0: 'all', GIT_CONFIG_KEY_1: 'safe.bareRepository', GIT_CONFIG_VALUE_1: 'explicit' });
   });
 
   it('a pull request that removes the config, so that the search climbs to a staging config of the base branch, sends no key', async () => {
