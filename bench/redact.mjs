@@ -13,6 +13,10 @@ const texts = {
   'JSON log lines (escapes: 2 decoding levels)': fill('{"level":"info","msg":"GET /api/v1/firmware-bundles?page=3 answered \\"ok\\"","path":"a%2Fb"}\n'),
   'one key every 1 KB': fill(`${'x'.repeat(1000)} sec-KEY-3f9a1c7e5b2d4f6a8c0e\n`),
   'an HTML page (many character references)': fill('<td>a&amp;b&nbsp;c&lt;d&gt; &quot;x&quot; &#39;y&#39; ?a=1&page=3</td>\n'),
+  // JSON text with accents as \u and line feeds as \n (a Python json.dumps): spots far apart.
+  'JSON with \\u accents and \\n (spots apart)': fill(`{"detail":"caf\\u00e9\\nna\\u00efve ${'r'.repeat(300)}"}\n`),
+  // A breaker's: every family of escapes, each eating a character next to another's (hostile).
+  'every escape family at every step (hostile)': fill('\\1%41\\u{41}&#65\\x41\\b' + JSON.stringify('%41\\u0041&#65\\101\\x41\\n').slice(1, -1) + encodeURIComponent('\\2%42\\u0042&#66\\x42\\f')),
 };
 
 registerSecret('sec-KEY-3f9a1c7e5b2d4f6a8c0e');

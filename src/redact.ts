@@ -434,28 +434,52 @@ interface Level {
 type Region = [start: number, end: number];
 
 /**
- * How deep views are split by escape family: a stray escape start (a path's `\` before a key's
+ * Views are split by escape family on every level that is decoded: a stray escape start (a path's `\` before a key's
  * digits, read as octal) can eat a key's first characters in the view that decodes every family,
  * while another family spells the rest (`\3770ab&#99;d`), so no view held 8 of them in a row.
  * Where an escape that ate a letter or a digit (`%3a`, `\101`, `\u0041`, `\n`, `&#99`) is
- * followed within 8 characters by another family's, the text is also decoded with the first
- * family left as written.
+ * followed within 8 characters by another family's (a spot), the text is also decoded with the
+ * first family left as written, on this level and every level below.
  */
-const SPLIT_DEPTHS = 2;
+const SPLIT_DEPTHS = MAX_DECODE_LEVELS - 1;
+/**
+ * How much text those chains may decode (spots far apart are decoded in windows, at little
+ * cost): twice the text, and at least 2 Mi characters; a chain begun is finished. A text of
+ * every family at every level (hostile; a decode of 1 MB of escapes takes some 150-350 ms) would
+ * make a dozen chains. Past the budget, a spot's place and the 16 characters after it are
+ * redacted without a look: the fail-closed way.
+ */
+const SPLIT_BUDGET = 2;
+const SPLIT_BUDGET_FLOOR = 2 * 1024 * 1024;
+const FAIL_SPAN = 2 * W;
+/**
+ * How far past a spot its window reaches, in characters of the level decoded: 8 of a key's
+ * characters, escaped again on each level below (`\\\\u0041` is 8 characters for one two levels
+ * down), fit many times over.
+ */
+const WINDOW = 256;
+
+interface Search {
+  readonly m: Matcher;
+  readonly regions: Region[];
+  /** Text the chains that leave a family as written may still decode. */
+  budget: number;
+  /** The views of those chains, by the families they leave: one reached twice is searched once. */
+  readonly made: Map<number, Set<string>>;
+}
 
 function findRegions(text: string, m: Matcher): Region[] {
-  const regions: Region[] = [];
-  searchLevels({ view: text }, 0, true, m, regions, undefined);
-  return regions;
+  const search: Search = { m, regions: [], budget: Math.max(SPLIT_BUDGET * text.length, SPLIT_BUDGET_FLOOR), made: new Map() };
+  searchLevels({ view: text }, 0, 0, search);
+  return search.regions;
 }
 
 /**
- * Searches the view and the views decoding it level by level; where a family ate characters
- * before another's escape, also the chain that leaves that family as written (split: only on the
- * first levels, and not again within such a chain). `made` holds the views searched once there
- * are several chains: a chain that reaches a view already searched stops.
+ * Searches the view and the views decoding it level by level, the families of `skip` left as
+ * written. The chain that decodes every family splits on its first levels, where spots are.
  */
-function searchLevels(start: Level, firstDepth: number, split: boolean, m: Matcher, regions: Region[], made: Set<string> | undefined): void {
+function searchLevels(start: Level, firstDepth: number, skip: number, search: Search): void {
+  const { m, regions } = search;
   let level: Level | undefined = start;
   for (let depth = firstDepth; level !== undefined; depth++) {
     const lv: Level = level;
@@ -471,24 +495,84 @@ function searchLevels(start: Level, firstDepth: number, split: boolean, m: Match
       }
     }
     if (depth + 1 >= MAX_DECODE_LEVELS || !hasEscapeStart(lv.view)) break;
-    const all = decode(lv, 0);
-    if (all === undefined) break;
-    if (made !== undefined) {
-      if (made.has(all.view)) break;
-      made.add(all.view);
-    }
-    if (split && depth < SPLIT_DEPTHS && all.eating !== 0) {
-      const seen = (made ??= new Set([lv.view, all.view]));
+    const next = decode(lv, skip);
+    if (skip !== 0) search.budget -= lv.view.length;
+    if (next === undefined) break;
+    if (skip !== 0 && !firstTime(search, skip, next.view)) break;
+    if (skip === 0 && depth < SPLIT_DEPTHS && next.spots !== undefined) {
       for (let f = 1; f < FAMILIES; f <<= 1) {
-        if ((all.eating & f) === 0) continue;
+        if ((next.eating & f) === 0) continue;
+        // Few spots: only the text around each is decoded again (most texts, a few escapes).
+        const windows = spotWindows(next, f);
+        let around = 0;
+        for (let i = 0; i < windows.length; i += 2) around += windows[i + 1]! - windows[i]!;
+        if (around * 4 <= lv.view.length) {
+          for (let i = 0; i < windows.length; i += 2) searchLevels(slice(lv, windows[i]!, windows[i + 1]!), depth, f, search);
+          continue;
+        }
+        if (search.budget <= 0) {
+          failClosed(next, f, regions);
+          continue;
+        }
         const apart = decode(lv, f);
-        if (apart === undefined || seen.has(apart.view)) continue;
-        seen.add(apart.view);
-        searchLevels(apart, depth + 1, false, m, regions, seen);
+        search.budget -= lv.view.length;
+        if (apart !== undefined && firstTime(search, f, apart.view)) searchLevels(apart, depth + 1, f, search);
       }
     }
-    level = all;
+    level = next;
   }
+}
+
+/**
+ * Around each spot of the family: from the escape that ate to WINDOW characters of the decoded
+ * view past it, as offsets [start, end) pairs into the level's view, merged where they meet.
+ */
+function spotWindows(next: Decoded, family: number): number[] {
+  const out: number[] = [];
+  const spots = next.spots!;
+  const last = next.view.length - 1;
+  for (let i = 0; i < spots.length; i += 2) {
+    if (spots[i] !== family) continue;
+    const at = spots[i + 1]!;
+    const start = next.local(at)[0];
+    const end = next.local(Math.min(at + WINDOW, last))[1];
+    if (out.length > 0 && start <= out[out.length - 1]!) out[out.length - 1] = Math.max(out[out.length - 1]!, end);
+    else out.push(start, end);
+  }
+  return out;
+}
+
+/** The level's view from `start` to `end`, mapped to the text as the level is. */
+function slice(lv: Level, start: number, end: number): Level {
+  const outer = lv.map;
+  return { view: lv.view.slice(start, end), map: outer ? (j) => outer(start + j) : (j) => [start + j, start + j + 1] };
+}
+
+function firstTime(search: Search, skip: number, view: string): boolean {
+  let views = search.made.get(skip);
+  if (views === undefined) search.made.set(skip, views = new Set());
+  if (views.has(view)) return false;
+  views.add(view);
+  return true;
+}
+
+/** Every spot of the family in this decoded view, and the 16 characters after it, as regions of the text. */
+function failClosed(lv: Decoded, family: number, regions: Region[]): void {
+  const spots = lv.spots!;
+  // Spots come in the view's order: runs that meet are one region, mapped once.
+  let start = -1;
+  let end = -1;
+  const flush = () => { if (start >= 0) regions.push([lv.map(start)[0], lv.map(end - 1)[1]]); };
+  for (let i = 0; i < spots.length; i += 2) {
+    if (spots[i] !== family) continue;
+    const at = spots[i + 1]!;
+    if (at > end) {
+      flush();
+      start = at;
+    }
+    end = Math.max(end, Math.min(at + FAIL_SPAN, lv.view.length));
+  }
+  flush();
 }
 
 /**
@@ -591,6 +675,17 @@ function decodeReference(ref: string): string {
   return out;
 }
 
+/** A decoded level: which families it decoded, which of them ate a character at a spot, and the spots. */
+interface Decoded extends Level {
+  readonly map: (i: number) => Region;
+  /** Where a character of the view was in the level decoded (map is where it was in the text). */
+  readonly local: (i: number) => Region;
+  readonly families: number;
+  readonly eating: number;
+  /** Per spot: its family, its index in the view; undefined when there is none. */
+  readonly spots: number[] | undefined;
+}
+
 /**
  * One level of unescaping, or undefined when there was nothing to decode. The view is built by
  * a native replace; only the escapes are recorded, and a character is mapped back (rarely: only
@@ -598,16 +693,19 @@ function decodeReference(ref: string): string {
  * HTML reference may become two (`&#128512;`, `&NotEqualTilde;`) or keep a tail (`&ampxyz`).
  * Escapes of the families in `skip` are left as written; `families` says which were decoded,
  * `eating` which of them ended in a letter or a digit (one a key may have begun with) with
- * another family's escape fewer than 8 characters on.
+ * another family's escape fewer than 8 characters on: a spot.
  */
-function decode(level: Level, skip: number): (Level & { readonly families: number; readonly eating: number }) | undefined {
+function decode(level: Level, skip: number): Decoded | undefined {
   const at: number[] = []; // per escape: view index, length in the view, text index, length in the text
   let shift = 0;
   let families = 0;
   let eating = 0;
   let lastEating = 0;
   let lastEatingEnd = 0;
+  let lastEatingAt = 0;
+  let spotted = false;
   let since = 0;
+  let spots: number[] | undefined;
   // The groups of ESCAPE, one parameter each: no array per match (text may hold 100,000 of them).
   const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
     const family = familyOf(pct, simple, u, es6, x, octal);
@@ -617,10 +715,16 @@ function decode(level: Level, skip: number): (Level & { readonly families: numbe
     families |= family;
     // Another family's escape within 8 characters of one that ate a letter or a digit: a key's
     // run may have begun in what the first ate and go on in what the second spells.
-    if (lastEating !== 0 && family !== lastEating && offset - lastEatingEnd + since < W) eating |= lastEating;
+    if (lastEating !== 0 && !spotted && family !== lastEating && offset - lastEatingEnd + since < W) {
+      eating |= lastEating;
+      (spots ??= []).push(lastEating, lastEatingAt);
+      spotted = true;
+    }
     if (isAlphanumeric(m.charCodeAt(m.length - 1))) {
       lastEating = family;
       lastEatingEnd = offset + m.length;
+      lastEatingAt = offset + shift;
+      spotted = false;
       since = 0;
     } else {
       since++;
@@ -649,7 +753,7 @@ function decode(level: Level, skip: number): (Level & { readonly families: numbe
   };
   const outer = level.map;
   const map = outer ? (j: number): Region => { const [a, b] = local(j); return [outer(a)[0], outer(b - 1)[1]]; } : local;
-  return { view, map, families, eating };
+  return { view, map, local, families, eating, spots };
 }
 
 function isAlphanumeric(c: number): boolean {

@@ -229,17 +229,20 @@ describe('redact, with an escape started by accident right before the key', () =
   const rest = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'), minLength: 7, maxLength: 24 });
   it('leaves no 8-character run of the key for a reader of any family, the key spelled in another', () => {
     fc.assert(fc.property(leading, rest, fc.constantFrom(...STRAY), fc.array(fc.nat(7), { minLength: 32, maxLength: 32 }), fc.constantFrom(...Object.keys(MIXED)), fc.nat(20),
-      (lead, tail, stray, choices, name, extra) => {
+      fc.nat(2), fc.constantFrom('', 'q: a%41\\n, ', 'x&#65\\u0041 '),
+      (lead, tail, stray, choices, name, extra, nest, noise) => {
         const k = lead + tail;
         clearSecretsForTests();
         registerSecret(k);
-        const before = `log: ${stray}`;
+        // Quoted in JSON once or twice (a log line of an answer), after unrelated escapes.
+        const quote = (t: string) => { let q = t; for (let i = 0; i < nest; i++) q = JSON.stringify(q).slice(1, -1); return q; };
+        const before = `${noise}log: ${stray}`;
         // The message cut short after 8 or more characters of the key.
         const shown = k.slice(0, 8 + extra);
-        const out = redact(`${before}${MIXED[name]!(shown, choices)} (cut)`);
+        const out = redact(quote(`${before}${MIXED[name]!(shown, choices)} (cut)`));
         for (const reader of READERS) {
           const seen = folded(readAs(out, reader));
-          const context = folded(readAs(`${before} (cut)`, reader));
+          const context = folded(readAs(quote(`${before} (cut)`), reader));
           for (let i = 0; i + 8 <= shown.length; i++) {
             const r = shown.slice(i, i + 8);
             if (context.includes(r)) continue;
@@ -249,7 +252,13 @@ describe('redact, with an escape started by accident right before the key', () =
       }), {
       numRuns: 1500,
       // What a breaker found: "\3770ab&#99;d", a path's backslash before the key, a character of it as an HTML reference.
-      examples: [['377', '0abcdQwErTy12345678', 'C:\\keys\\', [7, 7, 7, 7, 7, 7, 2, ...Array<number>(25).fill(7)], 'html', 0]],
+      examples: [
+        ['377', '0abcdQwErTy12345678', 'C:\\keys\\', [7, 7, 7, 7, 7, 7, 2, ...Array<number>(25).fill(7)], 'html', 0, 0, ''],
+        // The next breaker's: a stray % in JSON quoted in JSON, a character as \u; and the first
+        // case after an unrelated "%41\n" elsewhere in the text.
+        ['41b', 'cdefghXYZ1234', '100%', [4, 4, 4, 4, 0, ...Array<number>(27).fill(4)], 'javascript', 1, 2, ''],
+        ['123', '4abcdEFGH', 'C:\\keys\\', [4, 4, 4, 4, 4, 4, 0, ...Array<number>(25).fill(4)], 'javascript', 0, 1, 'q: a%41\\n, '],
+      ],
     });
   });
 });

@@ -121,6 +121,33 @@ describe('redact', () => {
     expect(redact('a=1&page=3&para=2 &lowbar; &hyphen;')).toBe('a=1&page=3&para=2 &lowbar; &hyphen;');
   });
 
+  it('hides a key after a stray escape start in a long text, where only the text around the stray start is decoded again', () => {
+    registerSecret('3770abcdQwErTy12345678');
+    const filler = 'plain log text, nothing escaped here; '.repeat(1500);
+    for (const tail of ['C:\\keys\\3770ab&#99;d', 'C:\\keys\\3770ab\\u0063d', '100%3770ab&#99;d', 'x\\x3770ab%63d']) {
+      for (const text of [`${filler}${tail}${filler}`, JSON.stringify(JSON.stringify(`${filler}${tail}${filler}`))]) {
+        const out = redact(text);
+        expect(out, tail).toContain('[REDACTED]');
+        expect(out.replace(/\[REDACTED\]/g, ''), tail).not.toMatch(/0ab/);
+        // The text away from it is left as it is.
+        expect(out.startsWith(text.slice(0, 50_000)), tail).toBe(true);
+      }
+    }
+  });
+
+  it('hides a key after a stray escape start in a megabyte of hostile escapes, past the budget of views (fail-closed)', () => {
+    registerSecret('3770abcdQwErTy12345678');
+    // Every family of escapes, each eating a character next to another's: more chains than the budget.
+    const unit = '\\1%41\\u{41}&#65\\x41\\b' + JSON.stringify('%41\\u0041&#65\\101\\x41\\n').slice(1, -1) + encodeURIComponent('\\2%42\\u0042&#66\\x42\\f');
+    const hostile = unit.repeat(Math.ceil(1_200_000 / unit.length));
+    for (const tail of ['C:\\keys\\3770ab&#99;d (cut)', 'C:\\keys\\3770ab\\u0063d (cut)', '100%3770ab&#99;d (cut)']) {
+      const out = redact(`${hostile} ${tail}`);
+      const end = out.slice(out.lastIndexOf('REDACTED') - 1);
+      expect(end, tail).toMatch(/^\[REDACTED\]/);
+      expect(out.slice(-60), tail).not.toMatch(/0ab/);
+    }
+  });
+
   it('leaves at most the last 3 characters of a base64 run that a cut left mid-key', () => {
     registerSecret(KEY);
     const encoded = b64(KEY.slice(0, 20));
