@@ -241,11 +241,25 @@ function openInFolder(path: string, opts: ReadOptions): number {
   if (!PROC_FD || opts.root === undefined || opts.followExternalSymlinks === true) return openSync(path, OPEN_FLAGS);
   const folder = folderOf(path, opts.folders, opts.root);
   if (folder === undefined) return openSync(path, OPEN_FLAGS);
+  const root = opts.root;
+  const outside = (real: string) => new OutsideError(`this file's folder is ${printable(real)}, outside the repository folder ${printable(root)}: a folder on its path is a link out of the repository, or was swapped for one (or moved out) while it was being read; dus-sync reads only files inside it: run again once the files stop changing, or pass --follow-external-symlinks to allow links that leave it`);
   try {
-    if (!folder.allowed) {
-      throw new OutsideError(`this file's folder is ${printable(folder.real)}, outside the repository folder ${printable(opts.root)}: a folder on its path is a link out of the repository, or was swapped for one while it was being read; dus-sync reads only files inside it: run again once the files stop changing, or pass --follow-external-symlinks to allow links that leave it`);
+    if (!folder.allowed) throw outside(folder.real);
+    const fd = openSync(`${procPath(folder.fd)}/${basename(path)}`, OPEN_FLAGS);
+    // Where the folder is now, the file open: a folder renamed out of the repository since it was
+    // checked (its descriptor follows it) must not be read from. One readlink a file.
+    let now: string;
+    try {
+      now = readlinkSync(procPath(folder.fd));
+    } catch (err) {
+      closeSync(fd);
+      throw err;
     }
-    return openSync(`${procPath(folder.fd)}/${basename(path)}`, OPEN_FLAGS);
+    if (now !== folder.real && !folderAllowed(root, now, dirname(path))) {
+      closeSync(fd);
+      throw outside(now);
+    }
+    return fd;
   } finally {
     if (folder.owned) closeSync(folder.fd);
   }

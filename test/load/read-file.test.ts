@@ -2,11 +2,11 @@
 // comes first): whatever is found there by the time it is read (something swapped in since the
 // listing), the answer is exactly the one the lstat-first path gives.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRegularFile } from '../../src/load/read-file.js';
+import { closeFolderCache, readRegularFile, type FolderCache } from '../../src/load/read-file.js';
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'dus-read-')));
 const root = join(dir, 'repo');
@@ -59,6 +59,40 @@ describe('a file the config names outside the repository (a glob that climbs out
       const through = readRegularFile(join(root, '..', 'linked', 'modem.yaml'), { maxBytes: 1024, root, listedRegular });
       expect(through.ok).toBe(false);
       expect(!through.ok && through.message).toMatch(/outside the repository folder/);
+    }
+  });
+});
+
+// A breaker's race: the folder of the files being read renamed out of the repository between two
+// of its files. The folder stays open for its files (one load's cache), and its descriptor
+// follows it: the second file must not be read from where the folder is now.
+describe('a folder moved out of the repository while its files are read', () => {
+  it('is not read from once it is outside, the first file read while it was inside', () => {
+    const moved = join(root, 'moving');
+    const away = join(dir, 'away');
+    mkdirSync(moved, { recursive: true });
+    writeFileSync(join(moved, 'a.yaml'), 'kind: A\n');
+    writeFileSync(join(moved, 'b.yaml'), 'kind: B\n');
+    const folders: FolderCache = {};
+    try {
+      for (const listedRegular of [false, true]) {
+        expect(answer(readRegularFile(join(moved, 'a.yaml'), { maxBytes: 1024, root, listedRegular, folders }))).toEqual({ ok: true, text: 'kind: A\n' });
+        renameSync(moved, away);
+        writeFileSync(join(away, 'b.yaml'), 'outside_marker: 1\n');
+        // A folder of the same name, inside again, changes nothing: the open folder is the one outside.
+        mkdirSync(moved);
+        writeFileSync(join(moved, 'b.yaml'), 'kind: B\n');
+        const b = readRegularFile(join(moved, 'b.yaml'), { maxBytes: 1024, root, listedRegular, folders });
+        expect(b.ok).toBe(false);
+        expect(JSON.stringify(b)).not.toContain('outside_marker');
+        expect(b).toMatchObject({ message: expect.stringContaining('outside the repository folder') });
+        rmSync(moved, { recursive: true });
+        renameSync(away, moved);
+        writeFileSync(join(moved, 'b.yaml'), 'kind: B\n');
+        closeFolderCache(folders);
+      }
+    } finally {
+      closeFolderCache(folders);
     }
   });
 });
