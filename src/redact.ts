@@ -458,6 +458,8 @@ const FAIL_SPAN = 2 * W;
  * down), fit many times over.
  */
 const WINDOW = 256;
+/** The characters a window must still hold on the last level it decodes to: a spot's eaten ones and 8 of a key, twice over. */
+const WINDOW_DEEP = 3 * W;
 
 interface Search {
   readonly m: Matcher;
@@ -470,19 +472,23 @@ interface Search {
 
 function findRegions(text: string, m: Matcher): Region[] {
   const search: Search = { m, regions: [], budget: Math.max(SPLIT_BUDGET * text.length, SPLIT_BUDGET_FLOOR), made: new Map() };
-  searchLevels({ view: text }, 0, 0, search);
+  searchLevels({ view: text }, 0, 0, true, search);
   return search.regions;
 }
 
 /**
  * Searches the view and the views decoding it level by level, the families of `skip` left as
- * written. The chain that decodes every family splits on its first levels, where spots are.
+ * written. The chain that decodes every family splits on its levels where spots are. `whole`: the
+ * view is a level's whole text (not a window), so a view met again is not searched again.
+ * Returns the length of the last view searched.
  */
-function searchLevels(start: Level, firstDepth: number, skip: number, search: Search): void {
+function searchLevels(start: Level, firstDepth: number, skip: number, whole: boolean, search: Search): number {
   const { m, regions } = search;
   let level: Level | undefined = start;
+  let searched = start.view.length;
   for (let depth = firstDepth; level !== undefined; depth++) {
     const lv: Level = level;
+    searched = lv.view.length;
     const add = (s: number, e: number) => {
       regions.push(lv.map ? [lv.map(s)[0], lv.map(e - 1)[1]] : [s, e]);
     };
@@ -498,7 +504,7 @@ function searchLevels(start: Level, firstDepth: number, skip: number, search: Se
     const next = decode(lv, skip);
     if (skip !== 0) search.budget -= lv.view.length;
     if (next === undefined) break;
-    if (skip !== 0 && !firstTime(search, skip, next.view)) break;
+    if (skip !== 0 && whole && !firstTime(search, skip, next.view)) break;
     if (skip === 0 && depth < SPLIT_DEPTHS && next.spots !== undefined) {
       for (let f = 1; f < FAMILIES; f <<= 1) {
         if ((next.eating & f) === 0) continue;
@@ -507,7 +513,7 @@ function searchLevels(start: Level, firstDepth: number, skip: number, search: Se
         let around = 0;
         for (let i = 0; i < windows.length; i += 2) around += windows[i + 1]! - windows[i]!;
         if (around * 4 <= lv.view.length) {
-          for (let i = 0; i < windows.length; i += 2) searchLevels(slice(lv, windows[i]!, windows[i + 1]!), depth, f, search);
+          for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, f, search);
           continue;
         }
         if (search.budget <= 0) {
@@ -516,16 +522,37 @@ function searchLevels(start: Level, firstDepth: number, skip: number, search: Se
         }
         const apart = decode(lv, f);
         search.budget -= lv.view.length;
-        if (apart !== undefined && firstTime(search, f, apart.view)) searchLevels(apart, depth + 1, f, search);
+        if (apart !== undefined && firstTime(search, f, apart.view)) searchLevels(apart, depth + 1, f, true, search);
       }
     }
     level = next;
+  }
+  return searched;
+}
+
+/**
+ * A spot's window, searched with the family left as written; made twice as long, up to the
+ * level's whole view, while the last level it decodes to holds fewer than WINDOW_DEEP characters:
+ * escapes padded or quoted again on the levels below (`&amp;#0000…0122;`) can push a key's
+ * characters past any fixed length.
+ */
+function searchWindow(lv: Level, start: number, end: number, depth: number, family: number, search: Search): void {
+  for (let to = end; ; to = Math.min(lv.view.length, start + 2 * (to - start))) {
+    const deepest = searchLevels(slice(lv, start, to), depth, family, false, search);
+    if (deepest >= WINDOW_DEEP || to >= lv.view.length) return;
+    if (search.budget <= 0) {
+      // Past the budget: the window is redacted unread, as far as it would have grown.
+      const grown = Math.min(lv.view.length, start + 2 * (to - start));
+      search.regions.push(lv.map ? [lv.map(start)[0], lv.map(grown - 1)[1]] : [start, grown]);
+      return;
+    }
   }
 }
 
 /**
  * Around each spot of the family: from the escape that ate to WINDOW characters of the decoded
- * view past it, as offsets [start, end) pairs into the level's view, merged where they meet.
+ * view past it, as offsets [start, end) pairs into the level's view; one a spot, overlapping or
+ * not (each must hold its own spot's characters after it).
  */
 function spotWindows(next: Decoded, family: number): number[] {
   const out: number[] = [];
@@ -534,10 +561,7 @@ function spotWindows(next: Decoded, family: number): number[] {
   for (let i = 0; i < spots.length; i += 2) {
     if (spots[i] !== family) continue;
     const at = spots[i + 1]!;
-    const start = next.local(at)[0];
-    const end = next.local(Math.min(at + WINDOW, last))[1];
-    if (out.length > 0 && start <= out[out.length - 1]!) out[out.length - 1] = Math.max(out[out.length - 1]!, end);
-    else out.push(start, end);
+    out.push(next.local(at)[0], next.local(Math.min(at + WINDOW, last))[1]);
   }
   return out;
 }

@@ -135,6 +135,22 @@ describe('redact', () => {
     }
   });
 
+  // Breaker round 20: a line repeated (a server or a log saying it twice) had its second copy's
+  // window taken for the first's; and references padded and quoted again pushed the key's
+  // characters past a window of fixed length.
+  it('hides every copy of a key after a stray escape start, and one pushed far by padded references', () => {
+    const key = 'sk_live_Qx7r123zYwVu9TsPq';
+    registerSecret(key);
+    const reader = (t: string) => decodeHTML(decodeHTML(t));
+    const shown = (t: string) => [...Array(key.length - 7).keys()].map((i) => key.slice(i, i + 8)).filter((f) => reader(t).includes(f));
+    const line = `error at C:\\123zYw&#86;u retry later. ${'x'.repeat(300)}\n`;
+    const twice = redact(`${line}${line}${'lorem ipsum '.repeat(400)}`);
+    expect(twice.match(/\[REDACTED\]/g)).toHaveLength(2);
+    expect(shown(twice)).toEqual([]);
+    const padded = `path C:\\123${[...'zYwVu'].map((c) => `&amp;#${'0'.repeat(60)}${c.charCodeAt(0)};`).join('')} end. ${'lorem ipsum '.repeat(400)}`;
+    expect(shown(redact(padded))).toEqual([]);
+  });
+
   it('hides a key after a stray escape start in a megabyte of hostile escapes, past the budget of views (fail-closed)', () => {
     registerSecret('3770abcdQwErTy12345678');
     // Every family of escapes, each eating a character next to another's: more chains than the budget.
