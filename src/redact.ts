@@ -645,16 +645,19 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
 }
 
 // Percent-encoding (ASCII only: keys travel in an HTTP header, so they are ASCII), JSON and
-// JavaScript backslash escapes (`\u0041`, `\u{41}`, `\x41`, octal `\101`), and HTML character
+// JavaScript backslash escapes (`\u0041`, `\u{41}`, `\x41`, octal `\101`, `\g` for "g", a backslash
+// before a line break for nothing), and HTML character
 // references as a browser reads them: every HTML5 name (`&lowbar;`, `&sol;`), decimal and hex of
 // any length (`&#0000090;`, `&#x00005a;`), with or without the `;`. The references are decoded
 // by the `entities` package (fb55's, the decoder of htmlparser2 and cheerio), which carries the
 // whole table of 2,231 names and the HTML spec's rules for numbers and missing semicolons: a
 // table written here would be a partial copy of it.
-const ESCAPE = /%([0-7][0-9a-fA-F])|\\(["\\/'bfnrt])|\\u([0-9a-fA-F]{4})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2}|[0-7]{1,2})|(&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});?)/g;
+const ESCAPE = /%([0-7][0-9a-fA-F])|\\(\r\n|[^0-7xu])|\\u([0-9a-fA-F]{4})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2}|[0-7]{1,2})|(&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});?)/g;
 /** A capture group of ESCAPE: undefined when that alternative did not match. */
 type Group = string | undefined;
-const SIMPLE: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+// JavaScript reads a backslash before any other character as that character (`\g` is "g"), and
+// before a line break as nothing (a string continued on the next line).
+const SIMPLE: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\n': '', '\r': '', '\r\n': '', '\u2028': '', '\u2029': '' };
 
 // The families of escapes, by which views are split (findRegions): one bit each.
 const PCT = 1;
@@ -744,7 +747,8 @@ function decode(level: Level, skip: number): Decoded | undefined {
       (spots ??= []).push(lastEating, lastEatingAt);
       spotted = true;
     }
-    if (isAlphanumeric(m.charCodeAt(m.length - 1))) {
+    // An escape ate a character when it ends in a letter or a digit, but for `\g`, which gives "g" back.
+    if (isAlphanumeric(m.charCodeAt(m.length - 1)) && !(family === SIMPLE_ESC && out === m.slice(1))) {
       lastEating = family;
       lastEatingEnd = offset + m.length;
       lastEatingAt = offset + shift;

@@ -151,6 +151,18 @@ describe('redact', () => {
     expect(shown(redact(padded))).toEqual([]);
   });
 
+  // Breaker round 21: JavaScript reads `\g` as "g" and a backslash before a line break as nothing.
+  it('hides a key broken by identity escapes or by a string continued on the next line', () => {
+    const key = 'sk-live-ghijklmopqwz';
+    registerSecret(key);
+    for (const text of ['k="sk-live-\\g\\h\\i\\j\\k\\l\\m\\o\\p\\q\\w\\z"', 'k="sk-l\\\nive-g\\\nhijk\\\nlmop\\\nqwz"', 'k="sk-l\\\r\nive-g\\\r\nhijk\\\r\nlmopqwz"']) {
+      const out = redact(text);
+      const read = new Function(`return ${out.slice(2)};`)() as string;
+      expect(read, JSON.stringify(text)).toContain('[REDACTED]');
+      for (let i = 0; i + 8 <= key.length; i++) expect(read, JSON.stringify(text)).not.toContain(key.slice(i, i + 8));
+    }
+  });
+
   it('hides a key after a stray escape start in a megabyte of hostile escapes, past the budget of views (fail-closed)', () => {
     registerSecret('3770abcdQwErTy12345678');
     // Every family of escapes, each eating a character next to another's: more chains than the budget.
