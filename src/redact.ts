@@ -434,9 +434,10 @@ interface Level {
 type Region = [start: number, end: number];
 
 /**
- * Views are split by escape family on every level that is decoded: a stray escape start (a path's `\` before a key's
- * digits, read as octal) can eat a key's first characters in the view that decodes every family,
- * while another family spells the rest (`\3770ab&#99;d`), so no view held 8 of them in a row.
+ * Views are split by escape family on every level that is decoded: a stray escape start (a
+ * path's `\` before a key's digits, read as octal) can eat a key's first characters in the view
+ * that decodes every family, while another family spells the rest (`\3770ab&#99;d`), so no view
+ * held 8 of them in a row.
  * Where an escape that ate a letter or a digit (`%3a`, `\101`, `\u0041`, `\n`, `&#99`) is
  * followed within 8 characters by another family's (a spot), the text is also decoded with the
  * first family left as written, on this level and every level below.
@@ -490,7 +491,7 @@ function searchLevels(start: Level, firstDepth: number, skip: number, whole: boo
     const lv: Level = level;
     searched = lv.view.length;
     const add = (s: number, e: number) => {
-      regions.push(lv.map ? [lv.map(s)[0], lv.map(e - 1)[1]] : [s, e]);
+      regions.push(regionOf(lv, s, e));
     };
     if (m.forms.length > 0) scan(lv.view, m, add);
     if (m.whole.length > 0) {
@@ -543,7 +544,7 @@ function searchWindow(lv: Level, start: number, end: number, depth: number, fami
     if (search.budget <= 0) {
       // Past the budget: the window is redacted unread, as far as it would have grown.
       const grown = Math.min(lv.view.length, start + 2 * (to - start));
-      search.regions.push(lv.map ? [lv.map(start)[0], lv.map(grown - 1)[1]] : [start, grown]);
+      search.regions.push(regionOf(lv, start, grown));
       return;
     }
   }
@@ -572,6 +573,11 @@ function slice(lv: Level, start: number, end: number): Level {
   return { view: lv.view.slice(start, end), map: outer ? (j) => outer(start + j) : (j) => [start + j, start + j + 1] };
 }
 
+/** The characters [start, end) of a level's view, as a region of the text. */
+function regionOf(lv: Level, start: number, end: number): Region {
+  return lv.map ? [lv.map(start)[0], lv.map(end - 1)[1]] : [start, end];
+}
+
 function firstTime(search: Search, skip: number, view: string): boolean {
   let views = search.made.get(skip);
   if (views === undefined) search.made.set(skip, views = new Set());
@@ -586,7 +592,7 @@ function failClosed(lv: Decoded, family: number, regions: Region[]): void {
   // Spots come in the view's order: runs that meet are one region, mapped once.
   let start = -1;
   let end = -1;
-  const flush = () => { if (start >= 0) regions.push([lv.map(start)[0], lv.map(end - 1)[1]]); };
+  const flush = () => { if (start >= 0) regions.push(regionOf(lv, start, end)); };
   for (let i = 0; i < spots.length; i += 2) {
     if (spots[i] !== family) continue;
     const at = spots[i + 1]!;
@@ -676,16 +682,24 @@ function familyOf(pct: Group, simple: Group, u: Group, es6: Group, x: Group, oct
   return octal !== undefined ? OCTAL : HTML;
 }
 
-function unescapeOne(m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group): string {
-  if (pct !== undefined) return String.fromCharCode(parseInt(pct, 16));
-  if (simple !== undefined) return SIMPLE[simple] ?? simple;
-  if (u !== undefined || x !== undefined) return String.fromCharCode(parseInt((u ?? x)!, 16));
-  if (es6 !== undefined) {
-    const code = parseInt(es6, 16);
-    return code <= 0x10ffff ? String.fromCodePoint(code) : m;
+/** The escape `m` of that family, its captured group `g`, decoded (`m` itself when it stands for nothing). */
+function unescapeOne(m: string, family: number, g: string): string {
+  switch (family) {
+    case PCT:
+    case HEX:
+      return String.fromCharCode(parseInt(g, 16));
+    case SIMPLE_ESC:
+      return SIMPLE[g] ?? g;
+    case UNICODE: {
+      const code = parseInt(g, 16);
+      // \u{…} names a code point (one beyond U+10FFFF is none); \uXXXX a code unit.
+      return m.charCodeAt(2) !== 123 /* { */ ? String.fromCharCode(code) : code <= 0x10ffff ? String.fromCodePoint(code) : m;
+    }
+    case OCTAL:
+      return String.fromCharCode(parseInt(g, 8));
+    default:
+      return decodeReference(g);
   }
-  if (octal !== undefined) return String.fromCharCode(parseInt(octal, 8));
-  return html !== undefined ? decodeReference(html) : m;
 }
 
 /** Text uses few distinct references (`&amp;`, `&quot;`, `&nbsp;`): each is decoded once. */
@@ -702,12 +716,11 @@ function decodeReference(ref: string): string {
   return out;
 }
 
-/** A decoded level: which families it decoded, which of them ate a character at a spot, and the spots. */
+/** A decoded level: which families ate a character at a spot, and the spots. */
 interface Decoded extends Level {
   readonly map: (i: number) => Region;
   /** Where a character of the view was in the level decoded (map is where it was in the text). */
   readonly local: (i: number) => Region;
-  readonly families: number;
   readonly eating: number;
   /** Per spot: its family, its index in the view; undefined when there is none. */
   readonly spots: number[] | undefined;
@@ -718,14 +731,13 @@ interface Decoded extends Level {
  * a native replace; only the escapes are recorded, and a character is mapped back (rarely: only
  * for a match) by a binary search over them. An escape usually becomes one character, but an
  * HTML reference may become two (`&#128512;`, `&NotEqualTilde;`) or keep a tail (`&ampxyz`).
- * Escapes of the families in `skip` are left as written; `families` says which were decoded,
- * `eating` which of them ended in a letter or a digit (one a key may have begun with) with
- * another family's escape fewer than 8 characters on: a spot.
+ * Escapes of the families in `skip` are left as written; `eating` says which families had an
+ * escape that ended in a letter or a digit (one a key may have begun with) with another
+ * family's escape fewer than 8 characters on: a spot.
  */
 function decode(level: Level, skip: number): Decoded | undefined {
   const at: number[] = []; // per escape: view index, length in the view, text index, length in the text
   let shift = 0;
-  let families = 0;
   let eating = 0;
   let lastEating = 0;
   let lastEatingEnd = 0;
@@ -737,9 +749,8 @@ function decode(level: Level, skip: number): Decoded | undefined {
   const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
     const family = familyOf(pct, simple, u, es6, x, octal);
     if ((family & skip) !== 0) return m;
-    const out = unescapeOne(m, pct, simple, u, es6, x, octal, html);
+    const out = unescapeOne(m, family, (pct ?? simple ?? u ?? es6 ?? x ?? octal ?? html)!);
     if (out === m) return m;
-    families |= family;
     // Another family's escape within 8 characters of one that ate a letter or a digit: a key's
     // run may have begun in what the first ate and go on in what the second spells.
     if (lastEating !== 0 && !spotted && family !== lastEating && offset - lastEatingEnd + since < W) {
@@ -781,7 +792,7 @@ function decode(level: Level, skip: number): Decoded | undefined {
   };
   const outer = level.map;
   const map = outer ? (j: number): Region => { const [a, b] = local(j); return [outer(a)[0], outer(b - 1)[1]]; } : local;
-  return { view, map, local, families, eating, spots };
+  return { view, map, local, eating, spots };
 }
 
 function isAlphanumeric(c: number): boolean {
