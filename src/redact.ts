@@ -658,11 +658,13 @@ function scan(view: string, m: Matcher, add: (start: number, end: number) => voi
 // by the `entities` package (fb55's, the decoder of htmlparser2 and cheerio), which carries the
 // whole table of 2,231 names and the HTML spec's rules for numbers and missing semicolons: a
 // table written here would be a partial copy of it.
-const ESCAPE = /%([0-7][0-9a-fA-F])|\\(\r\n|[^0-7xu])|\\u([0-9a-fA-F]{4})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2}|[0-7]{1,2})|(&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});?)/g;
+const ESCAPE = /%([0-7][0-9a-fA-F])|\\(\r\n|[^0-7xu%&])|\\u([0-9a-fA-F]{4})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2}|[0-7]{1,2})|(&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});?)/g;
 /** A capture group of ESCAPE: undefined when that alternative did not match. */
 type Group = string | undefined;
 // JavaScript reads a backslash before any other character as that character (`\g` is "g"), and
-// before a line break as nothing (a string continued on the next line).
+// before a line break as nothing (a string continued on the next line). Not before `%` or `&`:
+// a key may hold a backslash, and the next character spelled `%6C` or `&#108;` must be decoded
+// beside it (`\%6C` is `\l` on the next level, where JavaScript's reading of `\l` follows).
 const SIMPLE: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\n': '', '\r': '', '\r\n': '', '\u2028': '', '\u2029': '' };
 
 // The families of escapes, by which views are split (findRegions): one bit each.

@@ -163,6 +163,18 @@ describe('redact', () => {
     }
   });
 
+  // Breaker round 22: read as an identity escape, `\%` and `\&` lost a key's own backslash
+  // before a character spelled in percent or HTML.
+  it('hides a key holding backslashes whose next characters are percent-encoded or HTML references', () => {
+    const key = 'sk\\live\\Ab3dEf\\9hQrX\\yz7';
+    registerSecret(key);
+    for (const text of ['sk\\%6Cive\\%41b3dEf\\%39hQrX\\%79z7', 'sk\\%6cive\\%41b3dEf\\%39hQrX\\%79z7', '<p>sk\\&#108;ive\\&#65;b3dEf\\&#57;hQrX\\&#121;z7</p>']) {
+      const out = redact(text);
+      expect(out, text).toContain('[REDACTED]');
+      expect(leaks(out, key), text).toEqual([]);
+    }
+  });
+
   it('hides a key after a stray escape start in a megabyte of hostile escapes, past the budget of views (fail-closed)', () => {
     registerSecret('3770abcdQwErTy12345678');
     // Every family of escapes, each eating a character next to another's: more chains than the budget.
