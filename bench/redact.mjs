@@ -13,6 +13,8 @@ const texts = {
   'JSON log lines (escapes: 2 decoding levels)': fill('{"level":"info","msg":"GET /api/v1/firmware-bundles?page=3 answered \\"ok\\"","path":"a%2Fb"}\n'),
   'one key every 1 KB': fill(`${'x'.repeat(1000)} sec-KEY-3f9a1c7e5b2d4f6a8c0e\n`),
   'an HTML page (many character references)': fill('<td>a&amp;b&nbsp;c&lt;d&gt; &quot;x&quot; &#39;y&#39; ?a=1&page=3</td>\n'),
+  // Links whose queries are HTML-escaped (`&amp;`) and percent-encoded: junctions everywhere.
+  'an HTML page of links (&amp; before %2F)': fill('<a href="/search?q=a%2Fb&amp;page=3&amp;sort=name%20asc&amp;x=%C3%A9">next &#8250;</a>\n'),
   // JSON text with accents as \u and line feeds as \n (a Python json.dumps): spots far apart.
   'JSON with \\u accents and \\n (spots apart)': fill(`{"detail":"caf\\u00e9\\nna\\u00efve ${'r'.repeat(300)}"}\n`),
   // A breaker's: every family of escapes, each eating a character next to another's (hostile).

@@ -467,7 +467,7 @@ interface Search {
   readonly regions: Region[];
   /** Text the chains that leave a family as written may still decode. */
   budget: number;
-  /** The views of those chains, by the families they leave: one reached twice is searched once. */
+  /** The views of those chains, by the families they leave and the depth: one reached twice is searched once. */
   readonly made: Map<number, Set<string>>;
 }
 
@@ -479,11 +479,13 @@ function findRegions(text: string, m: Matcher): Region[] {
 
 /**
  * Searches the view and the views decoding it level by level, the families of `skip` left as
- * written. The chain that decodes every family splits on its levels where spots are. `whole`: the
- * view is a level's whole text (not a window), so a view met again is not searched again.
+ * written (`first`: those left on the first level decoded, where it differs). The chains that
+ * decode every family split on their levels where spots and junctions are. `whole`: the view is
+ * a level's whole text (not a window), so a view met again is not searched again. `extra`: a
+ * chain besides the one that decodes every family on every level, paid from the budget.
  * Returns the length of the last view searched.
  */
-function searchLevels(start: Level, firstDepth: number, skip: number, whole: boolean, search: Search): number {
+function searchLevels(start: Level, firstDepth: number, skip: number, whole: boolean, search: Search, first = skip, extra = skip !== 0): number {
   const { m, regions } = search;
   let level: Level | undefined = start;
   let searched = start.view.length;
@@ -502,44 +504,88 @@ function searchLevels(start: Level, firstDepth: number, skip: number, whole: boo
       }
     }
     if (depth + 1 >= MAX_DECODE_LEVELS || !hasEscapeStart(lv.view)) break;
-    const next = decode(lv, skip);
-    if (skip !== 0) search.budget -= lv.view.length;
+    const left = depth === firstDepth ? first : skip;
+    const next = decode(lv, left);
+    if (extra) search.budget -= lv.view.length;
     if (next === undefined) break;
-    if (skip !== 0 && whole && !firstTime(search, skip, next.view)) break;
-    if (skip === 0 && depth < SPLIT_DEPTHS && next.spots !== undefined) {
-      for (let f = 1; f < FAMILIES; f <<= 1) {
-        if ((next.eating & f) === 0) continue;
-        // Few spots: only the text around each is decoded again (most texts, a few escapes).
-        const windows = spotWindows(next, f);
-        let around = 0;
-        for (let i = 0; i < windows.length; i += 2) around += windows[i + 1]! - windows[i]!;
-        if (around * 4 <= lv.view.length) {
-          for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, f, search);
-          continue;
-        }
-        if (search.budget <= 0) {
-          failClosed(next, f, regions);
-          continue;
-        }
-        const apart = decode(lv, f);
-        search.budget -= lv.view.length;
-        if (apart !== undefined && firstTime(search, f, apart.view)) searchLevels(apart, depth + 1, f, true, search);
-      }
+    if (extra && whole && !firstTime(search, left, depth, next.view)) break;
+    if (left === 0 && depth < SPLIT_DEPTHS) {
+      if (next.spots !== undefined) splitSpots(lv, next, depth, search);
+      if (next.junctions !== undefined) splitJunctions(lv, next, depth, search);
     }
     level = next;
   }
   return searched;
 }
 
+/** The spots of a level decoded with every family: the text decoded again with the family that ate left as written, on this level and every level below. */
+function splitSpots(lv: Level, next: Decoded, depth: number, search: Search): void {
+  for (let f = 1; f < FAMILIES; f <<= 1) {
+    if ((next.eating & f) === 0) continue;
+    // Few spots: only the text around each is decoded again (most texts, a few escapes).
+    const windows = spotWindows(next, f);
+    if (fewWindows(windows, lv)) {
+      for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, f, f, search);
+      continue;
+    }
+    if (search.budget <= 0) {
+      failClosed(next, next.spots!, f, search.regions);
+      continue;
+    }
+    const apart = decode(lv, f);
+    search.budget -= lv.view.length;
+    if (apart !== undefined && firstTime(search, f, depth, apart.view)) searchLevels(apart, depth + 1, f, true, search);
+  }
+}
+
 /**
- * A spot's window, searched with the family left as written; made twice as long, up to the
+ * The junctions of a level decoded with every family: the text decoded again as a reader that
+ * decodes some formats (HTML, percent, JavaScript) a round before the others does, a junction's
+ * format among the first: those decoded on this level, the others as written (for the next),
+ * then every family on the levels below (`&#92;\12\063…` is `\12345678` to a reader of HTML,
+ * then JavaScript).
+ */
+function splitJunctions(lv: Level, next: Decoded, depth: number, search: Search): void {
+  const present = FORMATS.filter((f) => (next.present & f) !== 0);
+  // Every proper subset of the formats present that holds a junction's format.
+  for (let pick = 1; pick < (1 << present.length) - 1; pick++) {
+    let first = 0;
+    for (let i = 0; i < present.length; i++) if ((pick & (1 << i)) !== 0) first |= present[i]!;
+    if ((next.joining & first) === 0) continue;
+    const left = (FAMILIES - 1) & ~first;
+    const windows = junctionWindows(next, first);
+    if (fewWindows(windows, lv)) {
+      for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, 0, left, search);
+      continue;
+    }
+    if (search.budget <= 0) {
+      failClosed(next, next.junctions!, first, search.regions);
+      continue;
+    }
+    const only = decode(lv, left);
+    search.budget -= lv.view.length;
+    // (Its own key: a spot's chain may leave the same families on this level, and all below.)
+    if (only !== undefined && firstTime(search, FAMILIES | left, depth, only.view)) searchLevels(only, depth + 1, 0, true, search, 0, true);
+  }
+}
+
+/** Whether the windows cover little enough of the level that decoding them again costs less than decoding it whole. */
+function fewWindows(windows: readonly number[], lv: Level): boolean {
+  let around = 0;
+  for (let i = 0; i < windows.length; i += 2) around += windows[i + 1]! - windows[i]!;
+  return around * 4 <= lv.view.length;
+}
+
+/**
+ * A spot's window, searched with the family left as written (a junction's: with only some formats
+ * decoded on the first level); made twice as long, up to the
  * level's whole view, while the last level it decodes to holds fewer than WINDOW_DEEP characters:
  * escapes padded or quoted again on the levels below (`&amp;#0000…0122;`) can push a key's
  * characters past any fixed length.
  */
-function searchWindow(lv: Level, start: number, end: number, depth: number, family: number, search: Search): void {
+function searchWindow(lv: Level, start: number, end: number, depth: number, skip: number, first: number, search: Search): void {
   for (let to = end; ; to = Math.min(lv.view.length, start + 2 * (to - start))) {
-    const deepest = searchLevels(slice(lv, start, to), depth, family, false, search);
+    const deepest = searchLevels(slice(lv, start, to), depth, skip, false, search, first, true);
     if (deepest >= WINDOW_DEEP || to >= lv.view.length) return;
     if (search.budget <= 0) {
       // Past the budget: the window is redacted unread, as far as it would have grown.
@@ -567,6 +613,26 @@ function spotWindows(next: Decoded, family: number): number[] {
   return out;
 }
 
+/**
+ * Around each junction of the families: from 8 characters of the decoded view before it (a key's
+ * run may begin before and go on after) to WINDOW past it, as offsets [start, end) pairs into
+ * the level's view, those that meet merged (junctions come close together: `&amp;` in a page).
+ */
+function junctionWindows(next: Decoded, families: number): number[] {
+  const out: number[] = [];
+  const junctions = next.junctions!;
+  const last = next.view.length - 1;
+  for (let i = 0; i < junctions.length; i += 2) {
+    if ((junctions[i]! & families) === 0) continue;
+    const at = junctions[i + 1]!;
+    const start = next.local(Math.max(0, at - W))[0];
+    const end = next.local(Math.min(at + WINDOW, last))[1];
+    if (out.length > 0 && start <= out[out.length - 1]!) out[out.length - 1] = Math.max(out[out.length - 1]!, end);
+    else out.push(start, end);
+  }
+  return out;
+}
+
 /** The level's view from `start` to `end`, mapped to the text as the level is. */
 function slice(lv: Level, start: number, end: number): Level {
   const outer = lv.map;
@@ -578,23 +644,23 @@ function regionOf(lv: Level, start: number, end: number): Region {
   return lv.map ? [lv.map(start)[0], lv.map(end - 1)[1]] : [start, end];
 }
 
-function firstTime(search: Search, skip: number, view: string): boolean {
-  let views = search.made.get(skip);
-  if (views === undefined) search.made.set(skip, views = new Set());
+function firstTime(search: Search, left: number, depth: number, view: string): boolean {
+  const key = left * MAX_DECODE_LEVELS + depth; // left < 2 * FAMILIES
+  let views = search.made.get(key);
+  if (views === undefined) search.made.set(key, views = new Set());
   if (views.has(view)) return false;
   views.add(view);
   return true;
 }
 
-/** Every spot of the family in this decoded view, and the 16 characters after it, as regions of the text. */
-function failClosed(lv: Decoded, family: number, regions: Region[]): void {
-  const spots = lv.spots!;
+/** Every spot (or junction) of the families in this decoded view, and the 16 characters after it, as regions of the text. */
+function failClosed(lv: Decoded, spots: readonly number[], families: number, regions: Region[]): void {
   // Spots come in the view's order: runs that meet are one region, mapped once.
   let start = -1;
   let end = -1;
   const flush = () => { if (start >= 0) regions.push(regionOf(lv, start, end)); };
   for (let i = 0; i < spots.length; i += 2) {
-    if (spots[i] !== family) continue;
+    if ((spots[i]! & families) === 0) continue;
     const at = spots[i + 1]!;
     if (at > end) {
       flush();
@@ -675,6 +741,13 @@ const HEX = 8;
 const OCTAL = 16;
 const HTML = 32;
 const FAMILIES = 64;
+/** The formats, as a reader knows them: percent-encoding, JavaScript's escapes, HTML references. */
+const JS_FAMILIES = SIMPLE_ESC | UNICODE | HEX | OCTAL;
+const FORMATS: readonly number[] = [PCT, JS_FAMILIES, HTML];
+
+function formatOf(family: number): number {
+  return (family & JS_FAMILIES) !== 0 ? JS_FAMILIES : family;
+}
 
 function familyOf(pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group): number {
   if (pct !== undefined) return PCT;
@@ -718,7 +791,7 @@ function decodeReference(ref: string): string {
   return out;
 }
 
-/** A decoded level: which families ate a character at a spot, and the spots. */
+/** A decoded level: which families ate a character at a spot, and the spots; which made a junction, and the junctions. */
 interface Decoded extends Level {
   readonly map: (i: number) => Region;
   /** Where a character of the view was in the level decoded (map is where it was in the text). */
@@ -726,6 +799,50 @@ interface Decoded extends Level {
   readonly eating: number;
   /** Per spot: its family, its index in the view; undefined when there is none. */
   readonly spots: number[] | undefined;
+  /** The families decoded. */
+  readonly present: number;
+  readonly joining: number;
+  /** Per junction: its family, its index in the view; undefined when there is none. */
+  readonly junctions: number[] | undefined;
+}
+
+/**
+ * How far after a junction, in characters of the level decoded, another family's escape makes
+ * it one: the escape its output starts (`&#92;` before `\12`, `%26` before `#119\x32`) or one
+ * a reference left open would take in (`&#119` then `2`) lies within it, padding included.
+ */
+const JUNCTION_REACH = WINDOW;
+
+const ESCAPE_HERE = new RegExp(ESCAPE.source, 'y');
+
+/**
+ * Whether an escape's output starts another escape with the characters written after it (`end`
+ * in `text`): a backslash, a percent sign or an ampersand that, with them, spells an escape that
+ * stands for something (`&` before `page=` does not: no reference is named so).
+ */
+function startsEscape(out: string, text: string, end: number): boolean {
+  const c = out.charCodeAt(out.length - 1);
+  if (c !== 92 && c !== 37 && c !== 38) return out.length > 1 && hasEscapeStart(out);
+  // 40 characters hold any escape but a padded number, which is one already at that length.
+  const probe = out[out.length - 1]! + text.slice(end, end + 40);
+  ESCAPE_HERE.lastIndex = 0;
+  const g = ESCAPE_HERE.exec(probe);
+  if (g === null) return false;
+  const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
+  return unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!) !== g[0];
+}
+
+/** Junctions of one family not yet met by another family's escape: view index, end in the level, pairs. */
+class Pending {
+  readonly list: number[] = [];
+  head = 0;
+  /** Drops those more than JUNCTION_REACH characters before `offset`; whether any is left. */
+  prune(offset: number): boolean {
+    const l = this.list;
+    while (this.head < l.length && offset - l[this.head + 1]! >= JUNCTION_REACH) this.head += 2;
+    if (this.head === l.length) { l.length = 0; this.head = 0; }
+    return this.head < l.length;
+  }
 }
 
 /**
@@ -735,7 +852,9 @@ interface Decoded extends Level {
  * HTML reference may become two (`&#128512;`, `&NotEqualTilde;`) or keep a tail (`&ampxyz`).
  * Escapes of the families in `skip` are left as written; `eating` says which families had an
  * escape that ended in a letter or a digit (one a key may have begun with) with another
- * family's escape fewer than 8 characters on: a spot.
+ * family's escape fewer than 8 characters on: a spot; `joining`, which had an escape whose output
+ * starts another escape with the characters written after it, with another format's escape
+ * fewer than JUNCTION_REACH characters on: a junction.
  */
 function decode(level: Level, skip: number): Decoded | undefined {
   const at: number[] = []; // per escape: view index, length in the view, text index, length in the text
@@ -747,12 +866,43 @@ function decode(level: Level, skip: number): Decoded | undefined {
   let spotted = false;
   let since = 0;
   let spots: number[] | undefined;
+  let present = 0;
+  let joining = 0;
+  let junctions: number[] | undefined;
+  // Per family (by bit index) with any: junctions not yet met by another family's escape.
+  let pendingMask = 0;
+  const pending: Pending[] = [];
   // The groups of ESCAPE, one parameter each: no array per match (text may hold 100,000 of them).
   const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
     const family = familyOf(pct, simple, u, es6, x, octal);
     if ((family & skip) !== 0) return m;
     const out = unescapeOne(m, family, (pct ?? simple ?? u ?? es6 ?? x ?? octal ?? html)!);
     if (out === m) return m;
+    present |= family;
+    // A junction (an escape whose output starts another) of another format shortly before: the
+    // order in which a reader decodes the two formats decides what it reads.
+    const format = formatOf(family);
+    if ((pendingMask & ~format) !== 0) {
+      for (let f = 1, k = 0; f < FAMILIES; f <<= 1, k++) {
+        if ((f & format) !== 0 || (pendingMask & f) === 0) continue;
+        const p = pending[k]!;
+        if (p.prune(offset)) {
+          junctions ??= [];
+          for (let i = p.head; i < p.list.length; i += 2) junctions.push(f, p.list[i]!);
+          joining |= f;
+          p.list.length = 0;
+          p.head = 0;
+        }
+        pendingMask &= ~f;
+      }
+    }
+    if (startsEscape(out, level.view, offset + m.length)) {
+      const k = 31 - Math.clz32(family);
+      const p = (pending[k] ??= new Pending());
+      p.prune(offset);
+      p.list.push(offset + shift, offset + m.length);
+      pendingMask |= family;
+    }
     // Another family's escape within 8 characters of one that ate a letter or a digit: a key's
     // run may have begun in what the first ate and go on in what the second spells.
     if (lastEating !== 0 && !spotted && family !== lastEating && offset - lastEatingEnd + since < W) {
@@ -794,7 +944,7 @@ function decode(level: Level, skip: number): Decoded | undefined {
   };
   const outer = level.map;
   const map = outer ? (j: number): Region => { const [a, b] = local(j); return [outer(a)[0], outer(b - 1)[1]]; } : local;
-  return { view, map, local, eating, spots };
+  return { view, map, local, eating, spots, present, joining, junctions };
 }
 
 function isAlphanumeric(c: number): boolean {

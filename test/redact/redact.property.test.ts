@@ -51,7 +51,7 @@ describe('redact, for any key and any text around it', () => {
         if (before.includes(r) || after.includes(r)) continue;
         expect(out, `${name} of ${JSON.stringify(shown)}`).not.toContain(r);
       }
-    }), { numRuns: 3000 });
+    }), { numRuns: Number(process.env.ROUNDS_RUNS ?? 400) });
   });
 
   // Servers escape some characters and not others, in either case, with or without padding or the
@@ -94,7 +94,7 @@ describe('redact, for any key and any text around it', () => {
       clearSecretsForTests();
       registerSecret(k);
       expect(redact(text)).toBe(text);
-    }), { numRuns: 3000 });
+    }), { numRuns: Number(process.env.ROUNDS_RUNS ?? 400) });
   });
 
   it('changes nothing in ordinary output text (plans, logs, JSON) for any key', () => {
@@ -260,5 +260,81 @@ describe('redact, with an escape started by accident right before the key', () =
         ['123', '4abcdEFGH', 'C:\\keys\\', [4, 4, 4, 4, 4, 4, 0, ...Array<number>(25).fill(4)], 'javascript', 0, 1, 'q: a%41\\n, '],
       ],
     });
+  });
+});
+
+// A reader that decodes one encoding a round before another (HTML, then JavaScript: a JS string
+// in an HTML page) reads what an escape's output starts together with what is written after it:
+// `&#92;\12\063…` is `\12345678` to it, where decoding every family at once reads `\12` as octal.
+// Each round knows some of HTML, percent and JavaScript's escapes (JavaScript's as the language
+// reads them; redact leaves `\%` and `\&` as written, for keys holding a backslash).
+const JS_ROUND = /\\(u\{([0-9a-fA-F]+)\}|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([0-3][0-7]{2}|[0-7]{1,2})|\r\n|[^xu%&])/;
+const PCT_ROUND = /%([0-9a-fA-F]{2})/;
+const HTML_ROUND = /&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});?/;
+
+const ROUND_RE = Array.from({ length: 8 }, (_, formats) => new RegExp([HTML_ROUND, PCT_ROUND, JS_ROUND].filter((_r, i) => (formats & (1 << i)) !== 0).map((r) => r.source).join('|') || '$^', 'g'));
+
+function readRound(text: string, formats: number): string {
+  return text.replace(ROUND_RE[formats]!, (m) => {
+    if (m[0] === '&') return decodeHTML(m);
+    if (m[0] === '%') return String.fromCharCode(parseInt(m.slice(1), 16));
+    const c = m.slice(1);
+    const es6 = /^u\{([0-9a-fA-F]+)\}$/.exec(c);
+    if (es6) return parseInt(es6[1]!, 16) <= 0x10ffff ? String.fromCodePoint(parseInt(es6[1]!, 16)) : m;
+    if (/^(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2})$/.test(c)) return String.fromCharCode(parseInt(c.slice(1), 16));
+    if (/^[0-7]+$/.test(c)) return String.fromCharCode(parseInt(c, 8));
+    if (c === '\n' || c === '\r\n' || c === '\r' || c === '\u2028' || c === '\u2029') return '';
+    return ({ b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' } as Record<string, string>)[c] ?? c;
+  });
+}
+
+/** Every reader of one to three rounds, each round a non-empty set of the three formats. */
+const ROUND_READERS: number[][] = [];
+for (let a = 1; a < 8; a++) {
+  ROUND_READERS.push([a]);
+  for (let b = 1; b < 8; b++) {
+    ROUND_READERS.push([a, b]);
+    for (let c = 1; c < 8; c++) ROUND_READERS.push([a, b, c]);
+  }
+}
+
+describe('redact, for readers that decode one encoding a round before another', () => {
+  const hex = (c: string) => c.charCodeAt(0).toString(16).padStart(2, '0');
+  const ENCODE: ((c: string) => string)[] = [
+    (c) => `%${hex(c)}`, (c) => `%${hex(c).toUpperCase()}`, (c) => `\\u00${hex(c)}`, (c) => `\\u{${hex(c)}}`, (c) => `\\x${hex(c)}`,
+    (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`, (c) => `&#${c.charCodeAt(0)};`, (c) => `&#x${hex(c)};`,
+    (c) => `&#${c.charCodeAt(0)}`, (c) => `&#000${c.charCodeAt(0)};`,
+  ];
+  // An escape character written as another escape (one level deeper), or as it is.
+  const WRAP: ((c: string) => string)[] = [(c) => `%${hex(c)}`, (c) => `&#${c.charCodeAt(0)};`, (c) => (c === '\\' ? '\\\\' : c === '&' ? '&amp;' : '%25'), (c) => c];
+  // Escape starts left in the text, most of them escaped themselves: junctions.
+  const STRAY = ['\\', '%', '&', '&#', '&#92;', '%5C', '%5c', '\\\\', '&amp;', '%25', '&#37;', '&bsol;', '%26', '&#38;', '\\x', '\\u'];
+  // Each character raw or escaped, the escape's own escape characters escaped again (each its own way) up to twice.
+  const piece = fc.record({ raw: fc.boolean(), encode: fc.nat(ENCODE.length - 1), wraps: fc.array(fc.array(fc.nat(WRAP.length - 1), { minLength: 4, maxLength: 4 }), { maxLength: 2 }), stray: fc.option(fc.constantFrom(...STRAY), { freq: 5 }) });
+  const alnum = fc.string({ unit: fc.constantFrom(...'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789'), minLength: 8, maxLength: 17 });
+
+  it('leaves no 8-character run of the key for a reader of one to three rounds, each of some of the formats', () => {
+    fc.assert(fc.property(alnum, fc.array(piece, { minLength: 17, maxLength: 17 }), fc.boolean(), (k, pieces, framed) => {
+      clearSecretsForTests();
+      registerSecret(k);
+      let body = '';
+      for (let i = 0; i < k.length; i++) {
+        const p = pieces[i]!;
+        if (p.stray !== null) body += p.stray;
+        let written = p.raw ? k[i]! : ENCODE[p.encode]!(k[i]!);
+        for (const w of p.wraps) {
+          let n = 0;
+          written = written.replace(/[%\\&]/g, (c) => WRAP[w[n++ % w.length]!]!(c));
+        }
+        body += written;
+      }
+      const text = framed ? `x=${body} end` : body;
+      const out = redact(text);
+      for (const reader of ROUND_READERS) {
+        let seen = out;
+        for (const formats of reader) seen = readRound(seen, formats);
+        for (let i = 0; i + 8 <= k.length; i++) if (seen.includes(k.slice(i, i + 8))) expect(seen, `${reader.join(',')}: ${text} -> ${out}`).not.toContain(k.slice(i, i + 8));
+      }
+    }), { numRuns: Number(process.env.ROUNDS_RUNS ?? 400) });
   });
 });

@@ -175,6 +175,38 @@ describe('redact', () => {
     }
   });
 
+  // Breaker round 21: a reader that decodes one encoding a round before another (HTML, then
+  // JavaScript: a JS string in an HTML page) reads an escape's output together with what is
+  // written after it, where decoding every family at once reads that text otherwise.
+  describe('for readers that decode one encoding a round before another', () => {
+    const pct = (t: string) => t.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+    const js = (t: string) => t.replace(/\\(u\{([0-9a-fA-F]+)\}|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([0-3][0-7]{2}|[0-7]{1,2})|[^xu%&])/g,
+      (m, _all: string, es6?: string, u?: string, x?: string, octal?: string) =>
+        es6 ? String.fromCodePoint(parseInt(es6, 16)) : u ?? x ? String.fromCharCode(parseInt((u ?? x)!, 16)) : octal ? String.fromCharCode(parseInt(octal, 8)) : m.slice(1));
+    const html = (t: string) => decodeHTML(t);
+    const CASES: [key: string, text: string, reader: (t: string) => string][] = [
+      // `&#92;` is a backslash that, read first, takes the next one with it: `\\12` is `\12`, not octal.
+      ['12345678', 'path=&#92;\\12\\063\\064\\065\\066\\067\\070 end', (t) => js(html(t))],
+      ['12345678', 'path=%5C\\12\\063\\064\\065\\066\\067\\070 end', (t) => js(pct(t))],
+      ['12345678', 'p=&bsol;\\12\\x33\\x34\\x35\\x36\\x37\\x38', (t) => js(html(t))],
+      // `%26` opens `&#119`, which a reader of HTML closes before JavaScript's `\x32` is a 2.
+      ['w2TH1axQ', '%26#119\\x32TH1axQ', (t) => js(html(pct(t)))],
+      ['w2TH1axQ', 'x=&amp;#119\\x32TH1axQ end', (t) => js(html(html(t)))],
+      // Rounds of two formats: HTML and percent, then percent and JavaScript, then JavaScript.
+      ['AAAAAA1A', '%41%41%41%41%41\\&#37;41%5c\\u0031%41', (t) => js(js(pct(html(pct(html(t))))))],
+    ];
+    it.each(CASES)('%s in %s', (key, text, reader) => {
+      registerSecret(key);
+      const filler = 'plain log text, nothing escaped here; '.repeat(1500);
+      // Alone, in a long text (only the text around the junction is decoded again), and where
+      // every line has one (the whole text is).
+      for (const t of [text, `${filler}${text}${filler}`, `${text}\n`.repeat(3000)]) {
+        const seen = reader(redact(t));
+        for (let i = 0; i + 8 <= key.length; i++) expect(seen, text).not.toContain(key.slice(i, i + 8));
+      }
+    });
+  });
+
   it('hides a key after a stray escape start in a megabyte of hostile escapes, past the budget of views (fail-closed)', () => {
     registerSecret('3770abcdQwErTy12345678');
     // Every family of escapes, each eating a character next to another's: more chains than the budget.
