@@ -19,8 +19,8 @@ import { hasDifferences, type DesiredDiff } from '../core/desired-diff.js';
 import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderMarkdown } from '../core/render/markdown.js';
 import { escapeMarkdown } from '../core/render/markdown-escape.js';
-import { readApiKeys } from '../load/keys.js';
-import { linksChangedSince, nearerFilesAtRef, readDesiredAtRef } from '../load/git.js';
+import { keyFilePath, readApiKeys } from '../load/keys.js';
+import { filesChangedSince, linksChangedSince, nearerFilesAtRef, readDesiredAtRef } from '../load/git.js';
 import { DEFAULT_CONFIG_FILE } from '../load/config.js';
 import { desiredRevision } from '../load/revision.js';
 import { VERSION } from '../version.js';
@@ -219,7 +219,28 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
   const doc = parseDocument(text, { uniqueKeys: true });
   const raw: unknown = doc.errors.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined;
   if (!isRecord(raw)) return `the config at ${baseRef} is not valid, so where the keys go could not be checked`;
-  return keySourceChange(raw, config, tenants, process.env);
+  return keySourceChange(raw, config, tenants, process.env) ?? await keyFilesChanged(config, tenants, baseRef);
+}
+
+/**
+ * A key file of the base config that lies in the repository and that the change writes (adds,
+ * edits, or makes a link to another file on the runner): its bytes would go to the base's server
+ * as the key. One a CI step wrote there (untracked, ignored) is not the change's.
+ */
+async function keyFilesChanged(config: ResolvedConfig, tenants: readonly string[], baseRef: string): Promise<string | undefined> {
+  const files = new Map<string, string>();
+  for (const name of [...new Set([...Object.keys(config.tenants), ...tenants])].sort()) {
+    const file = Object.hasOwn(config.tenants, name) ? config.tenants[name]!.apiKeyFile : undefined;
+    if (file !== undefined) files.set(keyFilePath(config, file), name);
+  }
+  if (files.size === 0) return undefined;
+  let changed: string[];
+  try {
+    changed = await filesChangedSince(config.dir, baseRef, [...files.keys()]);
+  } catch (err) {
+    return `whether the change writes the API key files could not be checked (${err instanceof Error ? err.message : String(err)})`;
+  }
+  return changed.length === 0 ? undefined : `the API key file of tenant ${files.get(changed[0]!)!} changed`;
 }
 
 /**

@@ -3,7 +3,7 @@
 // every read sees the same tree.
 import { execFile, spawn } from 'node:child_process';
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import { formatSize } from '../limits.js';
 
@@ -305,6 +305,30 @@ export async function linksChangedSince(dir: string, ref: string): Promise<{ rea
   }
   return entries.filter((e) => before.get(e.path) !== `${e.mode} ${e.object}`)
     .map((e) => ({ path: join(root, ...e.path.split('/')), submodule: e.mode === '160000' }));
+}
+
+/**
+ * Of the files (absolute paths as named), those inside the repository of `dir` that differ in the
+ * working tree from `ref`: added, changed, made a link or another kind of file. A file the
+ * repository does not track (one a CI step wrote, ignored) is not the change's and not listed.
+ */
+export async function filesChangedSince(dir: string, ref: string, files: readonly string[]): Promise<string[]> {
+  const root = await repoRoot(dir);
+  const inside = new Map<string, string>();
+  for (const file of files) {
+    // The folder as the kernel finds it (git names the top by its real path), the file as named:
+    // a file that is a link is the change's as a link.
+    let folder: string;
+    try { folder = realpathSync(dirname(resolve(file))); } catch { continue; }
+    const rel = relative(root, join(folder, basename(file)));
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) continue;
+    inside.set(rel.split(sep).join('/'), file);
+  }
+  if (inside.size === 0) return [];
+  const commit = await resolveCommit(root, ref);
+  // Names only (no content diffed, no external diff or textconv run), each name as written.
+  const out = await git(['--literal-pathspecs', 'diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', commit, '--', ...inside.keys()], root);
+  return out.split('\0').filter((p) => inside.has(p)).map((p) => inside.get(p)!);
 }
 
 /** A file's path relative to the repository root, or undefined when it lies outside it. */

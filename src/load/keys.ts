@@ -137,7 +137,8 @@ async function readKey(config: ResolvedConfig, tenant: string, env: NodeJS.Proce
   return value;
 }
 
-function keyFilePath(config: ResolvedConfig, file: string): string {
+/** Where a tenant's api_key_file is: relative to the config's folder. */
+export function keyFilePath(config: Pick<ResolvedConfig, 'file' | 'dir'>, file: string): string {
   return resolve(config.file ? dirname(config.file) : config.dir, file);
 }
 

@@ -700,6 +700,55 @@ describe('what a tester broke in review, each now a test', () => {
     }
   });
 
+  // A key file in the repository (a CI step writes it there, ignored by git) is the change's to
+  // write when the repository tracks it: edited, or made a link to another file on the runner.
+  it('a pull request that writes a key file of the base config never gets it sent: the keyless diff', async () => {
+    const server = await recorder();
+    const outside = join(work, 'runner-secret');
+    writeFileSync(outside, 'runner-secret-value\n');
+    const withKeyFile = async (name: string, change: (dir: string) => Promise<void>) => {
+      const repo = await makeRepo(name);
+      const config = join(repo.dir, 'dus-sync.yaml');
+      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`).replace(/^ {2}acme: .*$/m, '  acme: { api_key_file: keys/acme.key }'));
+      writeFileSync(join(repo.dir, '.gitignore'), 'keys/\n');
+      await git(repo.root, 'add', '-A');
+      await git(repo.root, 'commit', '-qm', 'the key from a file the CI writes');
+      await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+      mkdirSync(join(repo.dir, 'keys'));
+      writeFileSync(join(repo.dir, 'keys', 'acme.key'), 'file-key-acme\n');
+      appendPhase(repo.dir, 'wave-k');
+      await change(repo.dir);
+      const env = baseEnv({ ...githubEnv(join(work, `summary-${name}.md`)), DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, `state-${name}`) });
+      return exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+    };
+    try {
+      // The control: the file the CI wrote, untracked, is sent.
+      const planned = await withKeyFile('keyfile-control', async () => undefined);
+      expect(planned.stdout, planned.stderr).toMatch(/^## dus-sync plan\n/);
+      expect(server.keys).toContain('file-key-acme');
+      server.keys.length = 0;
+      // Committed by the change with bytes of its choosing.
+      const edited = await withKeyFile('keyfile-edited', async (dir) => {
+        writeFileSync(join(dir, 'keys', 'acme.key'), 'pr-chosen-key\n');
+        await git(dir, 'add', '-f', 'keys/acme.key');
+        await git(dir, 'commit', '-qm', 'my key');
+      });
+      expect(edited.stderr).toMatch(/^warning: the API key file of tenant acme changed in this change: the API keys are not sent where the change says; comparing with origin\/main in git instead$/m);
+      expect(edited.stdout).toMatch(/^## dus-sync diff: `origin\/main` → this change/);
+      // Committed as a link to another file of the runner's.
+      const linked = await withKeyFile('keyfile-linked', async (dir) => {
+        rmSync(join(dir, 'keys', 'acme.key'));
+        symlinkSync(outside, join(dir, 'keys', 'acme.key'));
+        await git(dir, 'add', '-f', 'keys/acme.key');
+        await git(dir, 'commit', '-qm', 'a link');
+      });
+      expect(linked.stderr).toMatch(/the API key file of tenant acme changed in this change: the API keys are not sent/);
+      expect(server.keys).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a pull request that changes base_url never gets the keys: the review falls back to the keyless diff', async () => {
     const repo = await makeRepo('redirect');
     const config = join(repo.dir, 'dus-sync.yaml');
