@@ -529,7 +529,7 @@ function splitSpots(lv: Level, next: Decoded, depth: number, search: Search): vo
       continue;
     }
     if (search.budget <= 0) {
-      failClosed(next, next.spots!, f, search.regions);
+      failClosed(next, next.spots!, 2, f, search.regions);
       continue;
     }
     const apart = decode(lv, f);
@@ -553,13 +553,13 @@ function splitJunctions(lv: Level, next: Decoded, depth: number, search: Search)
     for (let i = 0; i < present.length; i++) if ((pick & (1 << i)) !== 0) first |= present[i]!;
     if ((next.joining & first) === 0) continue;
     const left = (FAMILIES - 1) & ~first;
-    const windows = junctionWindows(next, first);
+    const windows = junctionWindows(next, first, lv.view.length);
     if (fewWindows(windows, lv)) {
       for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, 0, left, search);
       continue;
     }
     if (search.budget <= 0) {
-      failClosed(next, next.junctions!, first, search.regions);
+      failClosed(next, next.junctions!, 3, first, search.regions);
       continue;
     }
     const only = decode(lv, left);
@@ -614,24 +614,32 @@ function spotWindows(next: Decoded, family: number): number[] {
 }
 
 /**
- * Around each junction of the families: from 8 characters of the decoded view before it (a key's
- * run may begin before and go on after) to WINDOW past it, as offsets [start, end) pairs into
+ * Around each junction of the families: from JUNCTION_BEFORE characters of the decoded view
+ * before it (a key's run may begin before and go on after) to WINDOW past it, as offsets [start, end) pairs into
  * the level's view, those that meet merged (junctions come close together: `&amp;` in a page).
  */
-function junctionWindows(next: Decoded, families: number): number[] {
+function junctionWindows(next: Decoded, families: number, levelLength: number): number[] {
   const out: number[] = [];
   const junctions = next.junctions!;
   const last = next.view.length - 1;
-  for (let i = 0; i < junctions.length; i += 2) {
+  for (let i = 0; i < junctions.length; i += 3) {
     if ((junctions[i]! & families) === 0) continue;
     const at = junctions[i + 1]!;
-    const start = next.local(Math.max(0, at - W))[0];
-    const end = next.local(Math.min(at + WINDOW, last))[1];
+    const start = next.local(Math.max(0, at - JUNCTION_BEFORE))[0];
+    // And WINDOW past the escape it starts, however long (a reference padded with zeros).
+    const end = Math.max(next.local(Math.min(at + WINDOW, last))[1], Math.min(junctions[i + 2]! + WINDOW, levelLength));
     if (out.length > 0 && start <= out[out.length - 1]!) out[out.length - 1] = Math.max(out[out.length - 1]!, end);
     else out.push(start, end);
   }
   return out;
 }
+
+/**
+ * How far before a junction its window begins, in characters of the decoded level: the 7 of a
+ * key's characters a run may hold before it, each spelled wide on the level (`\\x6c` for "l",
+ * one more level of escaping on top).
+ */
+const JUNCTION_BEFORE = WINDOW / 2;
 
 /** The level's view from `start` to `end`, mapped to the text as the level is. */
 function slice(lv: Level, start: number, end: number): Level {
@@ -654,12 +662,12 @@ function firstTime(search: Search, left: number, depth: number, view: string): b
 }
 
 /** Every spot (or junction) of the families in this decoded view, and the 16 characters after it, as regions of the text. */
-function failClosed(lv: Decoded, spots: readonly number[], families: number, regions: Region[]): void {
+function failClosed(lv: Decoded, spots: readonly number[], stride: number, families: number, regions: Region[]): void {
   // Spots come in the view's order: runs that meet are one region, mapped once.
   let start = -1;
   let end = -1;
   const flush = () => { if (start >= 0) regions.push(regionOf(lv, start, end)); };
-  for (let i = 0; i < spots.length; i += 2) {
+  for (let i = 0; i < spots.length; i += stride) {
     if ((spots[i]! & families) === 0) continue;
     const at = spots[i + 1]!;
     if (at > end) {
@@ -802,44 +810,84 @@ interface Decoded extends Level {
   /** The families decoded. */
   readonly present: number;
   readonly joining: number;
-  /** Per junction: its family, its index in the view; undefined when there is none. */
+  /** Per junction: its family, its index in the view, where what it joins ends in the level decoded; undefined when there is none. */
   readonly junctions: number[] | undefined;
 }
-
-/**
- * How far after a junction, in characters of the level decoded, another family's escape makes
- * it one: the escape its output starts (`&#92;` before `\12`, `%26` before `#119\x32`) or one
- * a reference left open would take in (`&#119` then `2`) lies within it, padding included.
- */
-const JUNCTION_REACH = WINDOW;
 
 const ESCAPE_HERE = new RegExp(ESCAPE.source, 'y');
 
 /**
- * Whether an escape's output starts another escape with the characters written after it (`end`
- * in `text`): a backslash, a percent sign or an ampersand that, with them, spells an escape that
- * stands for something (`&` before `page=` does not: no reference is named so).
+ * Where the escape ends that an escape's output starts with the characters written after it
+ * (`end` in `text`), or -1: a backslash, a percent sign or an ampersand that, with them, spells
+ * an escape that stands for something (`&` before `page=` does not: no reference is named so).
  */
-function startsEscape(out: string, text: string, end: number): boolean {
+function formedEnd(out: string, text: string, end: number): number {
   const c = out.charCodeAt(out.length - 1);
-  if (c !== 92 && c !== 37 && c !== 38) return out.length > 1 && hasEscapeStart(out);
+  if (c !== 92 && c !== 37 && c !== 38) return out.length > 1 && hasEscapeStart(out) ? end : -1;
   // 40 characters hold any escape but a padded number, which is one already at that length.
   const probe = out[out.length - 1]! + text.slice(end, end + 40);
   ESCAPE_HERE.lastIndex = 0;
   const g = ESCAPE_HERE.exec(probe);
-  if (g === null) return false;
+  if (g === null) return -1;
+  const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
+  if (unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!) === g[0]) return -1;
+  let formed = end + g[0].length - 1;
+  if (g[0].length === probe.length) {
+    // A number padded past the probe: to its last digit, and its `;`.
+    while (formed < text.length && isHexDigit(text.charCodeAt(formed))) formed++;
+    if (text.charCodeAt(formed) === 59) formed++;
+  }
+  return formed;
+}
+
+function isHexDigit(c: number): boolean {
+  return (c >= 48 && c <= 57) || ((c | 32) >= 97 && (c | 32) <= 102);
+}
+
+/**
+ * Whether an escape's output (at `offset` in `text`, `length` long as written) is the rest of an
+ * escape started as written in the 10 characters before it (after `after`, where the last escape
+ * decoded ended): a backslash, a percent sign or an ampersand there that, with the output and
+ * what follows, spells an escape longer than what was written before it, that stands for something.
+ */
+function completes(text: string, offset: number, after: number, out: string, length: number): boolean {
+  const c = out.charCodeAt(0);
+  if (!isAlphanumeric(c) && c !== 123 && c !== 125 && c !== 35 && c !== 59) return false;
+  const from = Math.max(0, after, offset - 10);
+  let p = offset - 1;
+  for (; p >= from; p--) {
+    const d = text.charCodeAt(p);
+    if (d === 92 || d === 37 || d === 38) break;
+  }
+  if (p < from) return false;
+  const probe = text.slice(p, offset) + out + text.slice(offset + length, offset + length + 40);
+  ESCAPE_HERE.lastIndex = 0;
+  const g = ESCAPE_HERE.exec(probe);
+  if (g === null || g[0].length <= offset - p) return false;
   const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
   return unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!) !== g[0];
 }
 
-/** Junctions of one family not yet met by another family's escape: view index, end in the level, pairs. */
+/**
+ * Whether characters written right after the escape `m` (of that family) would make it longer:
+ * a reference without its `;` (more digits or letters, the `;`), an octal escape of one or two
+ * digits (another digit). The others have a fixed length, or end in `;` or `}`.
+ */
+function isOpen(m: string, family: number): boolean {
+  return family === OCTAL ? m.length < 4 : family === HTML && m.charCodeAt(m.length - 1) !== 59;
+}
+
+/**
+ * Escapes of one family whose output starts another escape, not yet met by another format's:
+ * view index, and where the escape it starts ends in the level, pairs.
+ */
 class Pending {
   readonly list: number[] = [];
   head = 0;
-  /** Drops those more than JUNCTION_REACH characters before `offset`; whether any is left. */
+  /** Drops those whose escape started ends before `offset`; whether any is left. */
   prune(offset: number): boolean {
     const l = this.list;
-    while (this.head < l.length && offset - l[this.head + 1]! >= JUNCTION_REACH) this.head += 2;
+    while (this.head < l.length && offset > l[this.head + 1]!) this.head += 2;
     if (this.head === l.length) { l.length = 0; this.head = 0; }
     return this.head < l.length;
   }
@@ -854,7 +902,8 @@ class Pending {
  * escape that ended in a letter or a digit (one a key may have begun with) with another
  * family's escape fewer than 8 characters on: a spot; `joining`, which had an escape whose output
  * starts another escape with the characters written after it, with another format's escape
- * fewer than JUNCTION_REACH characters on: a junction.
+ * inside that one or right after it, or that made another format's escape before it longer: a
+ * junction.
  */
 function decode(level: Level, skip: number): Decoded | undefined {
   const at: number[] = []; // per escape: view index, length in the view, text index, length in the text
@@ -872,6 +921,10 @@ function decode(level: Level, skip: number): Decoded | undefined {
   // Per family (by bit index) with any: junctions not yet met by another family's escape.
   let pendingMask = 0;
   const pending: Pending[] = [];
+  // The last escape decoded: whether more characters would make it longer, where it ended, its format.
+  let open = false;
+  let openEnd = -1;
+  let openFormat = 0;
   // The groups of ESCAPE, one parameter each: no array per match (text may hold 100,000 of them).
   const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
     const family = familyOf(pct, simple, u, es6, x, octal);
@@ -879,8 +932,9 @@ function decode(level: Level, skip: number): Decoded | undefined {
     const out = unescapeOne(m, family, (pct ?? simple ?? u ?? es6 ?? x ?? octal ?? html)!);
     if (out === m) return m;
     present |= family;
-    // A junction (an escape whose output starts another) of another format shortly before: the
-    // order in which a reader decodes the two formats decides what it reads.
+    // Inside (or right after) the escape another format's output started: the order in which a
+    // reader decodes the two formats decides what it reads (`&#92;` before `\12`, `%26` before
+    // `#119\x32`): a junction.
     const format = formatOf(family);
     if ((pendingMask & ~format) !== 0) {
       for (let f = 1, k = 0; f < FAMILIES; f <<= 1, k++) {
@@ -888,7 +942,7 @@ function decode(level: Level, skip: number): Decoded | undefined {
         const p = pending[k]!;
         if (p.prune(offset)) {
           junctions ??= [];
-          for (let i = p.head; i < p.list.length; i += 2) junctions.push(f, p.list[i]!);
+          for (let i = p.head; i < p.list.length; i += 2) junctions.push(f, p.list[i]!, p.list[i + 1]!);
           joining |= f;
           p.list.length = 0;
           p.head = 0;
@@ -896,13 +950,30 @@ function decode(level: Level, skip: number): Decoded | undefined {
         pendingMask &= ~f;
       }
     }
-    if (startsEscape(out, level.view, offset + m.length)) {
+    const formed = formedEnd(out, level.view, offset + m.length);
+    if (formed >= 0) {
       const k = 31 - Math.clz32(family);
       const p = (pending[k] ??= new Pending());
       p.prune(offset);
-      p.list.push(offset + shift, offset + m.length);
+      p.list.push(offset + shift, formed);
       pendingMask |= family;
     }
+    // Right after another format's escape that more characters would make longer: to a reader
+    // of this format first, its output (`&#10` then `\u0035`, `\15` then `%31`), or what that
+    // spells a round later (`\5` then `&#38;#x&#48;030;`), may be the rest of it (`&#105;`).
+    if (offset === openEnd && format !== openFormat && open) {
+      (junctions ??= []).push(family, offset + shift, offset + m.length);
+      joining |= family;
+    }
+    // The rest of an escape started just before, as written (`\u` then `%30` for "0" spells
+    // `\u0…`, `%3` then `&#55` spells `%37`): to a reader of this format first, it is one.
+    if (completes(level.view, offset, openEnd, out, m.length)) {
+      (junctions ??= []).push(family, offset + shift, offset + m.length);
+      joining |= family;
+    }
+    open = isOpen(m, family);
+    openEnd = offset + m.length;
+    openFormat = format;
     // Another family's escape within 8 characters of one that ate a letter or a digit: a key's
     // run may have begun in what the first ate and go on in what the second spells.
     if (lastEating !== 0 && !spotted && family !== lastEating && offset - lastEatingEnd + since < W) {
@@ -944,7 +1015,16 @@ function decode(level: Level, skip: number): Decoded | undefined {
   };
   const outer = level.map;
   const map = outer ? (j: number): Region => { const [a, b] = local(j); return [outer(a)[0], outer(b - 1)[1]]; } : local;
-  return { view, map, local, eating, spots, present, joining, junctions };
+  return { view, map, local, eating, spots, present, joining, junctions: junctions && inViewOrder(junctions) };
+}
+
+/** Junctions (triples) by their index in the view: one confirmed late may come after a later one. */
+function inViewOrder(junctions: number[]): number[] {
+  let sorted = true;
+  for (let i = 4; i < junctions.length && sorted; i += 3) sorted = junctions[i - 3]! <= junctions[i]!;
+  if (sorted) return junctions;
+  const order = [...Array(junctions.length / 3).keys()].sort((a, b) => junctions[a * 3 + 1]! - junctions[b * 3 + 1]!);
+  return order.flatMap((k) => [junctions[k * 3]!, junctions[k * 3 + 1]!, junctions[k * 3 + 2]!]);
 }
 
 function isAlphanumeric(c: number): boolean {

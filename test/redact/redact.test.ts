@@ -194,6 +194,19 @@ describe('redact', () => {
       ['w2TH1axQ', 'x=&amp;#119\\x32TH1axQ end', (t) => js(html(html(t)))],
       // Rounds of two formats: HTML and percent, then percent and JavaScript, then JavaScript.
       ['AAAAAA1A', '%41%41%41%41%41\\&#37;41%5c\\u0031%41', (t) => js(js(pct(html(pct(html(t))))))],
+      // Breaker round 23. An escape's output that makes another format's escape before it longer
+      // (`&#10` then `\u0035` is `&#105;` to JSON.parse, then a browser), or its `;`.
+      ['sk_live_4Fq9', '{"detail":"token sk_l&#10\\u0035;ve_4Fq9 rejected"}', (t) => html(js(t))],
+      ['sk_live_4Fq9', 'GET /docs/sk_l&#10%35;ve_4Fq9 -> 404', (t) => html(pct(t))],
+      ['sk_live_4Fq9', 'msg=sk_l\\15%31ve_4Fq9', (t) => js(pct(t))],
+      ['sk_live_4Fq9', '{"detail":"token sk_l&#105\\u003bve_4Fq9 rejected"}', (t) => html(js(t))],
+      // A reference padded past any fixed reach, and a key spelled wide before the junction.
+      ['w2TH1axQ', `%26#${'0'.repeat(260)}119\\x32TH1axQ`, (t) => js(html(pct(t)))],
+      ['sk_live_9w2TH1axQzP', 'token: %5C&#120;6c%5C&#120;69%5C&#120;76%5C&#120;65%5C&#120;5f%5C&#120;39%26#119\\x32TH rejected', (t) => js(html(pct(t)))],
+      // The rest of an escape begun as written (`\u` then `%30`), and an octal escape that a
+      // reference two rounds later makes longer (`\5` then `&#38;#x&#48;030;`).
+      ['sk_5dKes', 's\\x5c\\u%30075006b_%35d\\113es', (t) => js(js(pct(t)))],
+      ['H4SfCp(M5', 'q&#3H\\x34\\x53\\x6&#x36;C\\p\\5&#38;#x&#48;030;\\x4d\\x35', (t) => js(html(html(t)))],
     ];
     it.each(CASES)('%s in %s', (key, text, reader) => {
       registerSecret(key);
