@@ -846,20 +846,23 @@ function isHexDigit(c: number): boolean {
 
 /**
  * Whether an escape's output (at `offset` in `text`, `length` long as written) is the rest of an
- * escape started as written in the 10 characters before it (after `after`, where the last escape
- * decoded ended): a backslash, a percent sign or an ampersand there that, with the output and
+ * escape begun as written right before it (after `after`, where the last escape decoded ended): a backslash, a percent sign or an ampersand there that, with the output and
  * what follows, spells an escape longer than what was written before it, that stands for something.
  */
 function completes(text: string, offset: number, after: number, out: string, length: number): boolean {
   const c = out.charCodeAt(0);
   if (!isAlphanumeric(c) && c !== 123 && c !== 125 && c !== 35 && c !== 59) return false;
-  const from = Math.max(0, after, offset - 10);
+  // Back over what an escape begun there may hold (digits, letters, `{`, `#`; zeros padding it)
+  // to its start.
+  const from = Math.max(0, after, offset - 64);
   let p = offset - 1;
   for (; p >= from; p--) {
     const d = text.charCodeAt(p);
-    if (d === 92 || d === 37 || d === 38) break;
+    if (!isAlphanumeric(d) && d !== 123 && d !== 35) break;
   }
   if (p < from) return false;
+  const d = text.charCodeAt(p);
+  if (d !== 92 && d !== 37 && d !== 38) return false;
   const probe = text.slice(p, offset) + out + text.slice(offset + length, offset + length + 40);
   ESCAPE_HERE.lastIndex = 0;
   const g = ESCAPE_HERE.exec(probe);
