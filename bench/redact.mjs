@@ -15,6 +15,8 @@ const texts = {
   'an HTML page (many character references)': fill('<td>a&amp;b&nbsp;c&lt;d&gt; &quot;x&quot; &#39;y&#39; ?a=1&page=3</td>\n'),
   // Links whose queries are HTML-escaped (`&amp;`) and percent-encoded: junctions everywhere.
   'an HTML page of links (&amp; before %2F)': fill('<a href="/search?q=a%2Fb&amp;page=3&amp;sort=name%20asc&amp;x=%C3%A9">next &#8250;</a>\n'),
+  // A breaker's: a log whose message is JSON holding a Windows path, %20 and references.
+  'JSON in JSON (a Windows path, %20, &#38;)': fill('{"level":"info","msg":"{\\"path\\":\\"C:\\\\\\\\Users\\\\\\\\1\\\\\\\\2024\\\\\\\\a%20b\\",\\"title\\":\\"a &#38; b &amp; c\\"}"}\n'),
   // JSON text with accents as \u and line feeds as \n (a Python json.dumps): spots far apart.
   'JSON with \\u accents and \\n (spots apart)': fill(`{"detail":"caf\\u00e9\\nna\\u00efve ${'r'.repeat(300)}"}\n`),
   // A breaker's: every family of escapes, each eating a character next to another's (hostile).

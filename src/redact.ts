@@ -525,7 +525,7 @@ function splitSpots(lv: Level, next: Decoded, depth: number, search: Search): vo
     // Few spots: only the text around each is decoded again (most texts, a few escapes).
     const windows = spotWindows(next, f);
     if (fewWindows(windows, lv)) {
-      for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, f, f, search);
+      for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, f, search);
       continue;
     }
     if (search.budget <= 0) {
@@ -553,9 +553,9 @@ function splitJunctions(lv: Level, next: Decoded, depth: number, search: Search)
     for (let i = 0; i < present.length; i++) if ((pick & (1 << i)) !== 0) first |= present[i]!;
     if ((next.joining & first) === 0) continue;
     const left = (FAMILIES - 1) & ~first;
-    const windows = junctionWindows(next, first, lv.view.length);
+    const windows = junctionWindows(lv, next, first);
     if (fewWindows(windows, lv)) {
-      for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, 0, left, search);
+      for (let i = 0; i < windows.length; i += 2) searchLevels(slice(lv, windows[i]!, windows[i + 1]!), depth, 0, false, search, left, true);
       continue;
     }
     if (search.budget <= 0) {
@@ -577,15 +577,14 @@ function fewWindows(windows: readonly number[], lv: Level): boolean {
 }
 
 /**
- * A spot's window, searched with the family left as written (a junction's: with only some formats
- * decoded on the first level); made twice as long, up to the
+ * A spot's window, searched with the family left as written; made twice as long, up to the
  * level's whole view, while the last level it decodes to holds fewer than WINDOW_DEEP characters:
  * escapes padded or quoted again on the levels below (`&amp;#0000…0122;`) can push a key's
  * characters past any fixed length.
  */
-function searchWindow(lv: Level, start: number, end: number, depth: number, skip: number, first: number, search: Search): void {
+function searchWindow(lv: Level, start: number, end: number, depth: number, family: number, search: Search): void {
   for (let to = end; ; to = Math.min(lv.view.length, start + 2 * (to - start))) {
-    const deepest = searchLevels(slice(lv, start, to), depth, skip, false, search, first, true);
+    const deepest = searchLevels(slice(lv, start, to), depth, family, false, search, family, true);
     if (deepest >= WINDOW_DEEP || to >= lv.view.length) return;
     if (search.budget <= 0) {
       // Past the budget: the window is redacted unread, as far as it would have grown.
@@ -614,32 +613,52 @@ function spotWindows(next: Decoded, family: number): number[] {
 }
 
 /**
- * Around each junction of the families: from JUNCTION_BEFORE characters of the decoded view
- * before it (a key's run may begin before and go on after) to WINDOW past it, as offsets [start, end) pairs into
- * the level's view, those that meet merged (junctions come close together: `&amp;` in a page).
+ * Around each junction of the families: the lines of the level that hold it and the escape it
+ * joins, as offsets [start, end) pairs into the level's view, those that meet merged. A key is
+ * one line of printable characters, so its spelling is in one line of every level, but for
+ * JavaScript's line continuations (a backslash before the line break), which join lines; any
+ * fixed number of characters around the junction was too few for references padded with zeros.
  */
-function junctionWindows(next: Decoded, families: number, levelLength: number): number[] {
+function junctionWindows(lv: Level, next: Decoded, families: number): number[] {
   const out: number[] = [];
   const junctions = next.junctions!;
-  const last = next.view.length - 1;
+  const view = lv.view;
+  // The line breaks that end a line, found once (a search from each junction was quadratic in a
+  // long line of many).
+  const breaks: number[] = [];
+  for (let br = view.indexOf('\n'); br >= 0; br = view.indexOf('\n', br + 1)) if (!continued(view, br)) breaks.push(br);
   for (let i = 0; i < junctions.length; i += 3) {
     if ((junctions[i]! & families) === 0) continue;
-    const at = junctions[i + 1]!;
-    const start = next.local(Math.max(0, at - JUNCTION_BEFORE))[0];
-    // And WINDOW past the escape it starts, however long (a reference padded with zeros).
-    const end = Math.max(next.local(Math.min(at + WINDOW, last))[1], Math.min(junctions[i + 2]! + WINDOW, levelLength));
+    const [at, after] = next.local(junctions[i + 1]!);
+    const last = Math.max(after, junctions[i + 2]!);
+    // The last break before `at` (the line starts after it), the first at or after `last`.
+    const k = firstAtOrAfter(breaks, at) - 1;
+    const start = k < 0 ? 0 : breaks[k]! + 1;
+    const m = firstAtOrAfter(breaks, last);
+    const end = m < breaks.length ? breaks[m]! + 1 : view.length;
     if (out.length > 0 && start <= out[out.length - 1]!) out[out.length - 1] = Math.max(out[out.length - 1]!, end);
     else out.push(start, end);
   }
   return out;
 }
 
-/**
- * How far before a junction its window begins, in characters of the decoded level: the 7 of a
- * key's characters a run may hold before it, each spelled wide on the level (`\\x6c` for "l",
- * one more level of escaping on top).
- */
-const JUNCTION_BEFORE = WINDOW / 2;
+/** The index of the first of the sorted numbers that is at least `x` (their count when none is). */
+function firstAtOrAfter(sorted: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/** Whether the line break at `br` is a JavaScript line continuation: a backslash before it (and its CR). */
+function continued(view: string, br: number): boolean {
+  const before = br > 0 && view.charCodeAt(br - 1) === 13 ? br - 2 : br - 1;
+  return before >= 0 && view.charCodeAt(before) === 92;
+}
+
 
 /** The level's view from `start` to `end`, mapped to the text as the level is. */
 function slice(lv: Level, start: number, end: number): Level {
@@ -817,27 +836,45 @@ interface Decoded extends Level {
 const ESCAPE_HERE = new RegExp(ESCAPE.source, 'y');
 
 /**
- * Where the escape ends that an escape's output starts with the characters written after it
- * (`end` in `text`), or -1: a backslash, a percent sign or an ampersand that, with them, spells
- * an escape that stands for something (`&` before `page=` does not: no reference is named so).
+ * The last offset in `text` at which another escape joins the escape that an escape's output
+ * starts with the characters written after it (`end`): inside it, or right after it when more
+ * characters would make it longer; -1 when the output starts none: a backslash, a percent sign
+ * or an ampersand that, with them, spells an escape that stands for something (`&` before
+ * `page=` does not: no reference is named so).
  */
 function formedEnd(out: string, text: string, end: number): number {
   const c = out.charCodeAt(out.length - 1);
   if (c !== 92 && c !== 37 && c !== 38) return out.length > 1 && hasEscapeStart(out) ? end : -1;
+  if (end >= text.length) return -1;
+  const next = text.charCodeAt(end);
+  // The common cases without a probe (a backslash before a letter; a percent sign before hex).
+  if (c === 92 && !(next >= 48 && next <= 55) && next !== 120 && next !== 117 && next !== 37 && next !== 38) {
+    // `\` and the character: two characters, never longer; joined right after only if it spells `\`.
+    return next === 92 ? end + 1 : end;
+  }
+  if (c === 37) {
+    if (!(next >= 48 && next <= 55) || end + 1 >= text.length || !isHexDigit(text.charCodeAt(end + 1))) return -1;
+    const spelled = String.fromCharCode(parseInt(text.slice(end, end + 2), 16));
+    return hasEscapeStart(spelled) ? end + 2 : end + 1;
+  }
   // 40 characters hold any escape but a padded number, which is one already at that length.
   const probe = out[out.length - 1]! + text.slice(end, end + 40);
   ESCAPE_HERE.lastIndex = 0;
   const g = ESCAPE_HERE.exec(probe);
   if (g === null) return -1;
   const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
-  if (unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!) === g[0]) return -1;
+  const spelled = unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!);
+  if (spelled === g[0]) return -1;
   let formed = end + g[0].length - 1;
   if (g[0].length === probe.length) {
     // A number padded past the probe: to its last digit, and its `;`.
     while (formed < text.length && isHexDigit(text.charCodeAt(formed))) formed++;
     if (text.charCodeAt(formed) === 59) formed++;
+    return formed;
   }
-  return formed;
+  // Another escape right after it joins it only if it would make it longer (`&#119` then
+  // `\x32`), or if what it spells starts another in turn (`%26#92;` then `\12`).
+  return isOpen(g[0], family) || hasEscapeStart(spelled) ? formed : formed - 1;
 }
 
 function isHexDigit(c: number): boolean {
@@ -846,10 +883,11 @@ function isHexDigit(c: number): boolean {
 
 /**
  * Whether an escape's output (at `offset` in `text`, `length` long as written) is the rest of an
- * escape begun as written right before it (after `after`, where the last escape decoded ended): a backslash, a percent sign or an ampersand there that, with the output and
+ * escape begun as written right before it (after `after`, where the last escape decoded ended,
+ * or by what that one spelled, `before`): a backslash, a percent sign or an ampersand there that, with the output and
  * what follows, spells an escape longer than what was written before it, that stands for something.
  */
-function completes(text: string, offset: number, after: number, out: string, length: number): boolean {
+function completes(text: string, offset: number, after: number, before: string, out: string, length: number): boolean {
   const c = out.charCodeAt(0);
   if (!isAlphanumeric(c) && c !== 123 && c !== 125 && c !== 35 && c !== 59) return false;
   // Back over what an escape begun there may hold (digits, letters, `{`, `#`; zeros padding it)
@@ -860,15 +898,28 @@ function completes(text: string, offset: number, after: number, out: string, len
     const d = text.charCodeAt(p);
     if (!isAlphanumeric(d) && d !== 123 && d !== 35) break;
   }
-  if (p < from) return false;
-  const d = text.charCodeAt(p);
-  if (d !== 92 && d !== 37 && d !== 38) return false;
-  const probe = text.slice(p, offset) + out + text.slice(offset + length, offset + length + 40);
+  let begun: string;
+  if (p >= from) {
+    const d = text.charCodeAt(p);
+    if (d !== 92 && d !== 37 && d !== 38) return false;
+    begun = text.slice(p, offset);
+  } else {
+    // Back to the escape decoded before: begun by what it spelled (`\u005c` then `u&#X7B;`).
+    if (from !== after || !endsInEscapeStart(before)) return false;
+    begun = before[before.length - 1]! + text.slice(from, offset);
+  }
+  const probe = begun + out + text.slice(offset + length, offset + length + 40);
   ESCAPE_HERE.lastIndex = 0;
   const g = ESCAPE_HERE.exec(probe);
-  if (g === null || g[0].length <= offset - p) return false;
+  if (g === null || g[0].length <= begun.length) return false;
   const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
   return unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!) !== g[0];
+}
+
+/** Whether the text ends in a backslash, a percent sign or an ampersand. */
+function endsInEscapeStart(t: string): boolean {
+  const c = t.charCodeAt(t.length - 1);
+  return c === 92 || c === 37 || c === 38;
 }
 
 /**
@@ -887,7 +938,7 @@ function isOpen(m: string, family: number): boolean {
 class Pending {
   readonly list: number[] = [];
   head = 0;
-  /** Drops those whose escape started ends before `offset`; whether any is left. */
+  /** Drops those that an escape at `offset` no longer joins; whether any is left. */
   prune(offset: number): boolean {
     const l = this.list;
     while (this.head < l.length && offset > l[this.head + 1]!) this.head += 2;
@@ -928,6 +979,7 @@ function decode(level: Level, skip: number): Decoded | undefined {
   let open = false;
   let openEnd = -1;
   let openFormat = 0;
+  let openOut = '';
   // The groups of ESCAPE, one parameter each: no array per match (text may hold 100,000 of them).
   const view = level.view.replace(ESCAPE, (m: string, pct: Group, simple: Group, u: Group, es6: Group, x: Group, octal: Group, html: Group, offset: number) => {
     const family = familyOf(pct, simple, u, es6, x, octal);
@@ -970,13 +1022,14 @@ function decode(level: Level, skip: number): Decoded | undefined {
     }
     // The rest of an escape started just before, as written (`\u` then `%30` for "0" spells
     // `\u0…`, `%3` then `&#55` spells `%37`): to a reader of this format first, it is one.
-    if (completes(level.view, offset, openEnd, out, m.length)) {
+    if (completes(level.view, offset, openEnd, openOut, out, m.length)) {
       (junctions ??= []).push(family, offset + shift, offset + m.length);
       joining |= family;
     }
     open = isOpen(m, family);
     openEnd = offset + m.length;
     openFormat = format;
+    openOut = out;
     // Another family's escape within 8 characters of one that ate a letter or a digit: a key's
     // run may have begun in what the first ate and go on in what the second spells.
     if (lastEating !== 0 && !spotted && family !== lastEating && offset - lastEatingEnd + since < W) {

@@ -184,6 +184,8 @@ describe('redact', () => {
       (m, _all: string, es6?: string, u?: string, x?: string, octal?: string) =>
         es6 ? String.fromCodePoint(parseInt(es6, 16)) : u ?? x ? String.fromCharCode(parseInt((u ?? x)!, 16)) : octal ? String.fromCharCode(parseInt(octal, 8)) : m.slice(1));
     const html = (t: string) => decodeHTML(t);
+    /** Each character as a decimal reference padded with zeros, its `&` written as `amp`. */
+    const padded = (t: string, amp: string, zeros: number) => [...t].map((c) => `${amp}${'0'.repeat(zeros)}${c.charCodeAt(0)};`).join('');
     const CASES: [key: string, text: string, reader: (t: string) => string][] = [
       // `&#92;` is a backslash that, read first, takes the next one with it: `\\12` is `\12`, not octal.
       ['12345678', 'path=&#92;\\12\\063\\064\\065\\066\\067\\070 end', (t) => js(html(t))],
@@ -207,13 +209,21 @@ describe('redact', () => {
       // reference two rounds later makes longer (`\5` then `&#38;#x&#48;030;`).
       ['sk_5dKes', 's\\x5c\\u%30075006b_%35d\\113es', (t) => js(js(pct(t)))],
       ['H4SfCp(M5', 'q&#3H\\x34\\x53\\x6&#x36;C\\p\\5&#38;#x&#48;030;\\x4d\\x35', (t) => js(html(html(t)))],
+      // Breaker round 24: references padded with zeros, before and after the junction, wider
+      // than any fixed window (the windows are the lines that hold the junction).
+      ['sk_live_4F', `{"detail":"token ${padded('sk_l', '\\u0026#', 130)}&#10\\u0035;ve_4F rejected"}`, (t) => html(js(t))],
+      ['sk_live_4Fq9', `{"detail":"token sk_l&#10\\u0035;${padded('ve_4Fq9', '\\u0026#', 130)} rejected"}`, (t) => html(js(t))],
+      ['live_9w2T', `${padded('live_9', '%26#', 200)}%26#119\\x32T!`, (t) => js(html(pct(t)))],
+      // An escape begun by what the escape before spelled (`\x5c` then `x7&#X38;`), padded.
+      ['dus-rRnK1LQHSuFMWSk', `a=\\x5c\\x75007\\u{&#X30;3&#X${'0'.repeat(288)}33}-\\u0072\\x52&#X${'0'.repeat(119)}5Cu{05c}&bsol;06156\\113\\134&#X${'0'.repeat(160)}5c;x7&#X38;31&#x5C;&#X0078;5c1&#X31;4"`, (t) => js(js(html(t)))],
     ];
     it.each(CASES)('%s in %s', (key, text, reader) => {
       registerSecret(key);
       const filler = 'plain log text, nothing escaped here; '.repeat(1500);
-      // Alone, in a long text (only the text around the junction is decoded again), and where
-      // every line has one (the whole text is).
-      for (const t of [text, `${filler}${text}${filler}`, `${text}\n`.repeat(3000)]) {
+      const log = '{"level":"info","msg":"request served","path":"/api/v1/tenants/acme/firmwares","ms":12}\n'.repeat(600);
+      // Alone, in a long text, on a line of a long log (only the lines around the junction are
+      // decoded again), and where every line has one (the whole text is).
+      for (const t of [text, `${filler}${text}${filler}`, `${log}${text}\n${log}`, `${text}\n`.repeat(3000)]) {
         const seen = reader(redact(t));
         for (let i = 0; i + 8 <= key.length; i++) expect(seen, text).not.toContain(key.slice(i, i + 8));
       }
