@@ -20,7 +20,8 @@ import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderMarkdown } from '../core/render/markdown.js';
 import { escapeMarkdown } from '../core/render/markdown-escape.js';
 import { keyFilePath, readApiKeys } from '../load/keys.js';
-import { filesChangedSince, linksChangedSince, nearerFilesAtRef, readDesiredAtRef } from '../load/git.js';
+import { climbsOut } from '../load/read-file.js';
+import { filesChangedSince, linksChangedSince, nearerFilesAtRef, readDesiredAtRef, repoRoot, resolveCommit } from '../load/git.js';
 import { DEFAULT_CONFIG_FILE } from '../load/config.js';
 import { desiredRevision } from '../load/revision.js';
 import { VERSION } from '../version.js';
@@ -80,6 +81,24 @@ export function defaultBase(env: NodeJS.ProcessEnv): string | undefined {
   return undefined;
 }
 
+/** The target branch's head, when the base review compares with is another commit (GitLab's merge base). */
+function targetBranchOf(env: NodeJS.ProcessEnv, baseRef: string): string | undefined {
+  const name = env.CI_MERGE_REQUEST_TARGET_BRANCH_NAME;
+  if (!name || env.GITHUB_BASE_REF) return undefined;
+  const target = `origin/${name}`;
+  return target === baseRef ? undefined : target;
+}
+
+/** Whether the ref names a commit in the repository of `dir` (a shallow clone may not have the target branch). */
+async function refAtHand(dir: string, ref: string): Promise<boolean> {
+  try {
+    await resolveCommit(await repoRoot(dir), ref);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function tokenEnvFor(platform: Platform, flag: string | undefined): string {
   if (flag) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(flag)) throw new UserError('--token-env takes the name of an environment variable, e.g. GITHUB_TOKEN');
@@ -132,7 +151,15 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
     if (keyless === undefined && baseRef) {
       // A config found by the upward search (no --config, no DUS_CONFIG): from where it started.
       const searchedFrom = globals.config === undefined && (env.DUS_CONFIG ?? '').trim() === '' ? resolve(process.cwd(), globals.dir ?? '.') : undefined;
-      const moved = await keysRedirected(config, tenantsOf(desired), baseRef, log, searchedFrom);
+      let moved = await keysRedirected(config, tenantsOf(desired), baseRef, log, searchedFrom);
+      // GitLab's base is the merge base: a branch forked long ago keeps that commit's base_url
+      // and key sources, which the target branch may have left since (a host given up). The
+      // keys go only where both send them, when the target branch is at hand.
+      const target = opts.base === undefined ? targetBranchOf(env, baseRef) : undefined;
+      if (moved === undefined && target !== undefined && await refAtHand(config.dir, target)) {
+        const since = await keysRedirected(config, tenantsOf(desired), target, log, searchedFrom);
+        if (since !== undefined) moved = `${since} (against ${target}, where the target branch is now)`;
+      }
       if (moved !== undefined) {
         log.warn(`${moved} in this change: the API keys are not sent where the change says; comparing with ${baseRef} in git instead`);
         keyless = `${moved} in this change`;
@@ -211,8 +238,9 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
     return `the config at ${baseRef} could not be read (${err instanceof Error ? err.message : String(err)}), so where the keys go could not be checked`;
   }
   if (text === undefined) {
-    // No config file (the environment says it all), or one outside the repository: not the change's.
-    if (config.file === undefined || !(await insideRepository(config.file, config.dir))) return undefined;
+    // No config file (the environment says it all), or one outside the repository: not the
+    // change's, but a key file it names may be in the repository.
+    if (config.file === undefined || !(await insideRepository(config.file, config.dir))) return await keyFilesChanged(config, tenants, baseRef);
     // The change adds it: the base branch sends no key anywhere.
     return `${basename(config.file)} added`;
   }
@@ -335,7 +363,7 @@ async function insideRepository(file: string, dir: string): Promise<boolean> {
   if (root === undefined) return false;
   const within = (p: string, r: string): boolean => {
     const rel = relative(r, p);
-    return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+    return rel !== '' && !climbsOut(rel);
   };
   let real = file;
   try {

@@ -3,9 +3,10 @@
 // every read sees the same tree.
 import { execFile, spawn } from 'node:child_process';
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import { formatSize } from '../limits.js';
+import { climbsOut } from './read-file.js';
 
 export interface FileAtRef {
   /** Relative to the folder asked for, with forward slashes. */
@@ -63,7 +64,7 @@ function git(args: readonly string[], cwd: string): Promise<string> {
 /** Posix path of `dir` relative to the repository root ('' for the root itself). */
 function toRepoRelative(root: string, dir: string): string {
   const rel = relative(realpathSync(root), realpathSync(dir));
-  if (rel.startsWith('..') || isAbsolute(rel)) {
+  if (climbsOut(rel)) {
     throw new UserError(`${dir} is not inside the git repository at ${root}.`);
   }
   return rel.split(sep).join('/');
@@ -268,7 +269,7 @@ export async function nearerFilesAtRef(start: string, stop: string | undefined, 
   const paths: string[] = [];
   for (let dir = realpathSync(start); dir !== end; dir = dirname(dir)) {
     const rel = relative(realRoot, dir);
-    if (rel.startsWith('..') || isAbsolute(rel)) break;
+    if (climbsOut(rel)) break;
     paths.push(rel === '' ? name : `${rel.split(sep).join('/')}/${name}`);
     if (rel === '') break;
   }
@@ -321,14 +322,18 @@ export async function filesChangedSince(dir: string, ref: string, files: readonl
     let folder: string;
     try { folder = realpathSync(dirname(resolve(file))); } catch { continue; }
     const rel = relative(root, join(folder, basename(file)));
-    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) continue;
+    if (rel === '' || climbsOut(rel)) continue;
     inside.set(rel.split(sep).join('/'), file);
   }
   if (inside.size === 0) return [];
   const commit = await resolveCommit(root, ref);
   // Names only (no content diffed, no external diff or textconv run), each name as written.
   const out = await git(['--literal-pathspecs', 'diff', '--no-ext-diff', '--no-textconv', '--name-only', '-z', commit, '--', ...inside.keys()], root);
-  return out.split('\0').filter((p) => inside.has(p)).map((p) => inside.get(p)!);
+  const names = out.split('\0').filter((p) => p !== '');
+  // A name git spells otherwise than it was asked (one not valid UTF-8 on the way): one of the
+  // files changed, which one cannot be told; all of them, then.
+  if (names.some((p) => !inside.has(p))) return [...inside.values()];
+  return names.map((p) => inside.get(p)!);
 }
 
 /** A file's path relative to the repository root, or undefined when it lies outside it. */
@@ -340,6 +345,6 @@ function toRepoRelativeFile(root: string, file: string): string | undefined {
     return undefined;
   }
   const rel = relative(realpathSync(root), real);
-  if (rel.startsWith('..') || isAbsolute(rel)) return undefined;
+  if (climbsOut(rel)) return undefined;
   return rel.split(sep).join('/');
 }

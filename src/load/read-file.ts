@@ -126,7 +126,12 @@ export function printable(text: string): string {
 
 export function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+  return rel === '' || !climbsOut(rel);
+}
+
+/** Whether a relative path (path.relative's) leaves the folder it is relative to: `..` or `../…`, or absolute (another drive); `..keys/a` does not. */
+export function climbsOut(rel: string): boolean {
+  return rel === '..' || rel.startsWith(`..${sep}`) || rel.startsWith('../') || isAbsolute(rel);
 }
 
 export function kindOf(st: Stats): string {

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { climbsOut } from '../load/read-file.js';
 import { ghData, ghProperty } from '../cli/validate.js';
 import { checkoutTop, GIT_ENV } from '../load/git.js';
 
@@ -54,7 +55,7 @@ export function fromRoot(file: string, cwd: string, root: string | undefined): s
   // the file itself may not exist any more (removed in the change), so it is joined, not resolved.
   const abs = isAbsolute(file) ? file : join(real(cwd), file);
   const rel = relative(real(root), abs);
-  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return file;
+  if (rel === '' || climbsOut(rel)) return file;
   return rel.split(sep).join('/');
 }
 

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readBlobs, readDesiredAtRef } from '../../src/load/git.js';
+import { filesChangedSince, readBlobs, readDesiredAtRef } from '../../src/load/git.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dus-git-blobs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -33,5 +33,23 @@ describe('reading the base side from git', () => {
 
   it('a name with a line break is refused, not read as another file', async () => {
     await expect(readBlobs(dir, commit, ['t/a.yaml\nt/big.yaml'])).rejects.toThrow(/has a line break in its name, which dus-sync cannot read from git; rename it/);
+  });
+});
+
+describe('which files the working tree changed since a ref (review\'s key files)', () => {
+  it('lists a file added or edited, not one git does not track, nor one outside; a name git spells otherwise counts as changed', async () => {
+    mkdirSync(join(dir, 'keys'));
+    mkdirSync(join(dir, '..keys'));
+    writeFileSync(join(dir, 'keys', 'untracked.key'), 'ci\n');
+    writeFileSync(join(dir, 'keys', 'added.key'), 'pr\n');
+    writeFileSync(join(dir, '..keys', 'a.key'), 'pr\n');
+    git('add', 'keys/added.key', '..keys/a.key');
+    const asked = [join(dir, 'keys', 'untracked.key'), join(dir, 'keys', 'added.key'), join(dir, '..keys', 'a.key'), join(dir, '..', 'outside.key')];
+    expect((await filesChangedSince(dir, commit, asked)).sort()).toEqual([join(dir, '..keys', 'a.key'), join(dir, 'keys', 'added.key')]);
+    // A lone surrogate is written to disk, and spelled by git, as U+FFFD: not the name asked for.
+    const odd = join(dir, 'keys', 'acme\uDC80.key');
+    writeFileSync(odd, 'pr\n');
+    git('add', 'keys');
+    expect(await filesChangedSince(dir, commit, [odd, join(dir, 'keys', 'untracked.key')])).toEqual([odd, join(dir, 'keys', 'untracked.key')]);
   });
 });

@@ -706,20 +706,25 @@ describe('what a tester broke in review, each now a test', () => {
     const server = await recorder();
     const outside = join(work, 'runner-secret');
     writeFileSync(outside, 'runner-secret-value\n');
-    const withKeyFile = async (name: string, change: (dir: string) => Promise<void>) => {
+    const withKeyFile = async (name: string, change: (dir: string) => Promise<void>, folder = 'keys', outsideConfig = false) => {
       const repo = await makeRepo(name);
       const config = join(repo.dir, 'dus-sync.yaml');
-      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`).replace(/^ {2}acme: .*$/m, '  acme: { api_key_file: keys/acme.key }'));
-      writeFileSync(join(repo.dir, '.gitignore'), 'keys/\n');
+      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`).replace(/^ {2}acme: .*$/m, `  acme: { api_key_file: ${folder}/acme.key }`));
+      writeFileSync(join(repo.dir, '.gitignore'), `${folder}/\n`);
       await git(repo.root, 'add', '-A');
       await git(repo.root, 'commit', '-qm', 'the key from a file the CI writes');
       await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
-      mkdirSync(join(repo.dir, 'keys'));
-      writeFileSync(join(repo.dir, 'keys', 'acme.key'), 'file-key-acme\n');
+      mkdirSync(join(repo.dir, folder));
+      writeFileSync(join(repo.dir, folder, 'acme.key'), 'file-key-acme\n');
       appendPhase(repo.dir, 'wave-k');
       await change(repo.dir);
       const env = baseEnv({ ...githubEnv(join(work, `summary-${name}.md`)), DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, `state-${name}`) });
-      return exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+      if (!outsideConfig) return exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+      // The runner's own config, outside the checkout, naming the key file in it.
+      const runner = join(work, `runner-${name}`);
+      mkdirSync(runner);
+      writeFileSync(join(runner, 'dus-sync.yaml'), readFileSync(config, 'utf8').replace(`api_key_file: ${folder}/acme.key`, `api_key_file: ${JSON.stringify(join(repo.dir, folder, 'acme.key'))}`).replace(/^resources: .*$/m, 'resources: ["**/*.yaml"]'));
+      return exec(process.execPath, [CLI, '-c', join(runner, 'dus-sync.yaml'), '--dir', join(repo.dir, 'tenants'), 'review', '--no-comment'], repo.dir, env);
     };
     try {
       // The control: the file the CI wrote, untracked, is sent.
@@ -743,9 +748,61 @@ describe('what a tester broke in review, each now a test', () => {
         await git(dir, 'commit', '-qm', 'a link');
       });
       expect(linked.stderr).toMatch(/the API key file of tenant acme changed in this change: the API keys are not sent/);
+      // A folder whose name begins with two dots is inside the repository (`..keys`, not `../keys`).
+      const dotted = await withKeyFile('keyfile-dotted', async (dir) => {
+        writeFileSync(join(dir, '..keys', 'acme.key'), 'pr-chosen-key\n');
+        await git(dir, 'add', '-f', '..keys/acme.key');
+        await git(dir, 'commit', '-qm', 'my key');
+      }, '..keys');
+      expect(dotted.stderr).toMatch(/the API key file of tenant acme changed in this change: the API keys are not sent/);
+      // The runner's config outside the checkout, its key file in it, committed by the change.
+      const outsideConfig = await withKeyFile('keyfile-outside-config', async (dir) => {
+        writeFileSync(join(dir, 'keys', 'acme.key'), 'pr-chosen-key\n');
+        await git(dir, 'add', '-f', 'keys/acme.key');
+        await git(dir, 'commit', '-qm', 'my key');
+      }, 'keys', true);
+      expect(outsideConfig.stderr).toMatch(/the API key file of tenant acme changed in this change: the API keys are not sent/);
       expect(server.keys).toEqual([]);
     } finally {
       await server.close();
+    }
+  });
+
+  // GitLab's base is the merge base: a branch forked before the target moved to another host
+  // keeps the old base_url, which the target branch no longer sends the keys to.
+  it('a GitLab merge request forked before base_url moved sends no key to the old host', async () => {
+    const old = await recorder();
+    const now = await recorder();
+    try {
+      const repo = await makeRepo('gl-old-base');
+      const config = join(repo.dir, 'dus-sync.yaml');
+      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${old.url}`));
+      await git(repo.root, 'commit', '-qam', 'the old host');
+      const forkedFrom = (await git(repo.root, 'rev-parse', 'HEAD')).stdout.trim();
+      // The target branch moves on to the new host; the merge request branch started before.
+      await git(repo.root, 'checkout', '-qb', 'target');
+      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${now.url}`));
+      await git(repo.root, 'commit', '-qam', 'the new host');
+      await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+      await git(repo.root, 'checkout', '-q', forkedFrom);
+      appendPhase(repo.dir, 'wave-g');
+      const env = baseEnv({
+        GITLAB_CI: 'true', CI_MERGE_REQUEST_IID: '3', CI_MERGE_REQUEST_TARGET_BRANCH_NAME: 'main', CI_MERGE_REQUEST_DIFF_BASE_SHA: forkedFrom,
+        DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, 'state-gl-old-base'),
+      });
+      const r = await exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+      expect(old.keys).toEqual([]);
+      expect(now.keys).toEqual([]);
+      expect(r.stderr).toMatch(/base_url changed \(against origin\/main, where the target branch is now\) in this change: the API keys are not sent where the change says/);
+      expect(r.stdout).toMatch(/^## dus-sync diff/);
+      // Without the target branch at hand (a shallow clone), the merge base alone decides, as documented.
+      await git(repo.root, 'update-ref', '-d', 'refs/remotes/origin/main');
+      const alone = await exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+      expect(alone.stdout, alone.stderr).toMatch(/^## dus-sync plan\n/);
+      expect(old.keys).toContain('dev-key-acme');
+    } finally {
+      await old.close();
+      await now.close();
     }
   });
 
