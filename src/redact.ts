@@ -616,7 +616,8 @@ function spotWindows(next: Decoded, family: number): number[] {
  * Around each junction of the families: the lines of the level that hold it and the escape it
  * joins, as offsets [start, end) pairs into the level's view, those that meet merged. A key is
  * one line of printable characters, so its spelling is in one line of every level, but for
- * JavaScript's line continuations (a backslash before the line break), which join lines; any
+ * JavaScript's line continuations (a backslash before the line break, perhaps still spelled as
+ * an escape on this level), which join lines; any
  * fixed number of characters around the junction was too few for references padded with zeros.
  */
 function junctionWindows(lv: Level, next: Decoded, families: number): number[] {
@@ -653,11 +654,26 @@ function firstAtOrAfter(sorted: readonly number[], x: number): number {
   return lo;
 }
 
-/** Whether the line break at `br` is a JavaScript line continuation: a backslash before it (and its CR). */
+/**
+ * Whether the line break at `br` may be a JavaScript line continuation on this level or one
+ * below: a backslash before it (and its CR), or an escape that may spell one (`&#92;`, `%5C`,
+ * `\\x5c`, padded or quoted again): what an escape may hold, back to where it begins.
+ */
 function continued(view: string, br: number): boolean {
-  const before = br > 0 && view.charCodeAt(br - 1) === 13 ? br - 2 : br - 1;
-  return before >= 0 && view.charCodeAt(before) === 92;
+  let j = br > 0 && view.charCodeAt(br - 1) === 13 ? br - 2 : br - 1;
+  if (j >= 0 && view.charCodeAt(j) === 92) return true;
+  const stop = Math.max(0, br - MAX_CONTINUATION);
+  for (; j >= stop; j--) {
+    const c = view.charCodeAt(j);
+    if (!isAlphanumeric(c) && c !== 59 && c !== 35 && c !== 123 && c !== 125) break;
+  }
+  if (j < 0) return false;
+  const c = view.charCodeAt(j);
+  return c === 92 || c === 37 || c === 38;
 }
+
+/** How far back from a line break an escape that may spell a backslash is looked for (zero-padding included). */
+const MAX_CONTINUATION = 4096;
 
 
 /** The level's view from `start` to `end`, mapped to the text as the level is. */
