@@ -104,8 +104,11 @@ export async function run(opts: Record<string, unknown>, _globals: GlobalOptions
     ...(typeof opts.triggerAfter === 'number' ? { phaseClock: { triggerAfterMs: opts.triggerAfter } } : {}),
     log: (line) => process.stderr.write(`${line}\n`),
   });
+  // Ready for a signal before saying so: a supervisor (or a test) that stops the emulator as
+  // soon as it reads the line must find it closing cleanly, its state written.
+  const stopped = waitForSignal();
   process.stdout.write(`listening on ${emulator.url}\n`);
-  const signal = await waitForSignal();
+  const signal = await stopped;
   process.stderr.write(`${signal}: closing\n`);
   await emulator.close();
   return 0;
