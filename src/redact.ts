@@ -523,18 +523,13 @@ function splitSpots(lv: Level, next: Decoded, depth: number, search: Search): vo
   for (let f = 1; f < FAMILIES; f <<= 1) {
     if ((next.eating & f) === 0) continue;
     // Few spots: only the text around each is decoded again (most texts, a few escapes).
-    const windows = spotWindows(next, f);
-    if (fewWindows(windows, lv)) {
-      for (let i = 0; i < windows.length; i += 2) searchWindow(lv, windows[i]!, windows[i + 1]!, depth, f, search);
-      continue;
-    }
-    if (search.budget <= 0) {
-      failClosed(next, next.spots!, 2, f, search.regions);
-      continue;
-    }
-    const apart = decode(lv, f);
-    search.budget -= lv.view.length;
-    if (apart !== undefined && firstTime(search, f, depth, apart.view)) searchLevels(apart, depth + 1, f, true, search);
+    splitOnce(lv, spotWindows(next, f), search,
+      (start, end) => searchWindow(lv, start, end, depth, f, search),
+      () => failClosed(next, next.spots!, 2, f, search.regions),
+      () => {
+        const apart = decode(lv, f);
+        if (apart !== undefined && firstTime(search, f, depth, apart.view)) searchLevels(apart, depth + 1, f, true, search);
+      });
   }
 }
 
@@ -553,19 +548,29 @@ function splitJunctions(lv: Level, next: Decoded, depth: number, search: Search)
     for (let i = 0; i < present.length; i++) if ((pick & (1 << i)) !== 0) first |= present[i]!;
     if ((next.joining & first) === 0) continue;
     const left = (FAMILIES - 1) & ~first;
-    const windows = junctionWindows(lv, next, first);
-    if (fewWindows(windows, lv)) {
-      for (let i = 0; i < windows.length; i += 2) searchLevels(slice(lv, windows[i]!, windows[i + 1]!), depth, 0, false, search, left, true);
-      continue;
-    }
-    if (search.budget <= 0) {
-      failClosed(next, next.junctions!, 3, first, search.regions);
-      continue;
-    }
-    const only = decode(lv, left);
+    splitOnce(lv, junctionWindows(lv, next, first), search,
+      (start, end) => searchLevels(slice(lv, start, end), depth, 0, false, search, left, true),
+      () => failClosed(next, next.junctions!, 3, first, search.regions),
+      () => {
+        const only = decode(lv, left);
+        // (Its own key: a spot's chain may leave the same families on this level, and all below.)
+        if (only !== undefined && firstTime(search, FAMILIES | left, depth, only.view)) searchLevels(only, depth + 1, 0, true, search, 0, true);
+      });
+  }
+}
+
+/**
+ * One split of a level: its windows searched again when they are few; else the whole level
+ * decoded again, within the budget; past the budget, each place redacted unread (fail-closed).
+ */
+function splitOnce(lv: Level, windows: readonly number[], search: Search, inWindow: (start: number, end: number) => void, unread: () => void, whole: () => void): void {
+  if (fewWindows(windows, lv)) {
+    for (let i = 0; i < windows.length; i += 2) inWindow(windows[i]!, windows[i + 1]!);
+  } else if (search.budget <= 0) {
+    unread();
+  } else {
     search.budget -= lv.view.length;
-    // (Its own key: a spot's chain may leave the same families on this level, and all below.)
-    if (only !== undefined && firstTime(search, FAMILIES | left, depth, only.view)) searchLevels(only, depth + 1, 0, true, search, 0, true);
+    whole();
   }
 }
 
@@ -674,7 +679,6 @@ function continued(view: string, br: number): boolean {
 
 /** How far back from a line break an escape that may spell a backslash is looked for (zero-padding included). */
 const MAX_CONTINUATION = 4096;
-
 
 /** The level's view from `start` to `end`, mapped to the text as the level is. */
 function slice(lv: Level, start: number, end: number): Level {
@@ -875,14 +879,11 @@ function formedEnd(out: string, text: string, end: number): number {
   }
   // 40 characters hold any escape but a padded number, which is one already at that length.
   const probe = out[out.length - 1]! + text.slice(end, end + 40);
-  ESCAPE_HERE.lastIndex = 0;
-  const g = ESCAPE_HERE.exec(probe);
-  if (g === null) return -1;
-  const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
-  const spelled = unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!);
-  if (spelled === g[0]) return -1;
-  let formed = end + g[0].length - 1;
-  if (g[0].length === probe.length) {
+  const e = escapeAt(probe);
+  if (e === undefined || e.spelled === e.m) return -1;
+  const { m, family, spelled } = e;
+  let formed = end + m.length - 1;
+  if (m.length === probe.length) {
     // A number padded past the probe: to its last digit, and its `;`.
     while (formed < text.length && isHexDigit(text.charCodeAt(formed))) formed++;
     if (text.charCodeAt(formed) === 59) formed++;
@@ -890,7 +891,16 @@ function formedEnd(out: string, text: string, end: number): number {
   }
   // Another escape right after it joins it only if it would make it longer (`&#119` then
   // `\x32`), or if what it spells starts another in turn (`%26#92;` then `\12`).
-  return isOpen(g[0], family) || hasEscapeStart(spelled) ? formed : formed - 1;
+  return isOpen(m, family) || hasEscapeStart(spelled) ? formed : formed - 1;
+}
+
+/** The escape that starts `probe`, its family and what it spells (itself when it stands for nothing); undefined when none does. */
+function escapeAt(probe: string): { m: string; family: number; spelled: string } | undefined {
+  ESCAPE_HERE.lastIndex = 0;
+  const g = ESCAPE_HERE.exec(probe);
+  if (g === null) return undefined;
+  const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
+  return { m: g[0], family, spelled: unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!) };
 }
 
 function isHexDigit(c: number): boolean {
@@ -925,11 +935,8 @@ function completes(text: string, offset: number, after: number, before: string, 
     begun = before[before.length - 1]! + text.slice(from, offset);
   }
   const probe = begun + out + text.slice(offset + length, offset + length + 40);
-  ESCAPE_HERE.lastIndex = 0;
-  const g = ESCAPE_HERE.exec(probe);
-  if (g === null || g[0].length <= begun.length) return false;
-  const family = familyOf(g[1], g[2], g[3], g[4], g[5], g[6]);
-  return unescapeOne(g[0], family, (g[1] ?? g[2] ?? g[3] ?? g[4] ?? g[5] ?? g[6] ?? g[7])!) !== g[0];
+  const e = escapeAt(probe);
+  return e !== undefined && e.m.length > begun.length && e.spelled !== e.m;
 }
 
 /** Whether the text ends in a backslash, a percent sign or an ampersand. */

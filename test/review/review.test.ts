@@ -776,14 +776,13 @@ describe('what a tester broke in review, each now a test', () => {
     try {
       const repo = await makeRepo('gl-old-base');
       const config = join(repo.dir, 'dus-sync.yaml');
-      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${old.url}`));
+      configTo(config, config, old.url);
       await git(repo.root, 'commit', '-qam', 'the old host');
       const forkedFrom = (await git(repo.root, 'rev-parse', 'HEAD')).stdout.trim();
       // The target branch moves on to the new host; the merge request branch started before.
       await git(repo.root, 'checkout', '-qb', 'target');
-      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${now.url}`));
-      await git(repo.root, 'commit', '-qam', 'the new host');
-      await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+      configTo(config, config, now.url);
+      await commitBase(repo.root, 'the new host');
       await git(repo.root, 'checkout', '-q', forkedFrom);
       appendPhase(repo.dir, 'wave-g');
       const env = baseEnv({
@@ -810,13 +809,12 @@ describe('what a tester broke in review, each now a test', () => {
     const repo = await makeRepo('redirect');
     const config = join(repo.dir, 'dus-sync.yaml');
     // The base branch sends the keys to the (emulated) service.
-    writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${emulator.url}`));
-    await git(repo.root, 'commit', '-qam', 'point at the service');
-    await git(repo.root, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+    configTo(config, config, emulator.url);
+    await commitBase(repo.root, 'point at the service');
     const seen: string[] = [];
     const evil = await serve((req, _body, res) => { seen.push(String(req.headers['x-service-api-key'] ?? '')); json(res, 200, { count: 0, next: null, previous: null, results: [] }); });
     try {
-      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${evil.url}`));
+      configTo(config, config, evil.url);
       appendPhase(repo.dir, 'wave-r');
       const env = baseEnv({ ...githubEnv(join(work, 'summary-redirect.md')), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, 'state-redirect') });
       const r = await exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
@@ -825,7 +823,7 @@ describe('what a tester broke in review, each now a test', () => {
       expect(r.stdout).toMatch(/^## dus-sync diff: `origin\/main` → this change/);
       expect(r.status).toBe(2);
       // The same change without a new base_url plans live, with the provenance footer.
-      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${emulator.url}`));
+      configTo(config, config, emulator.url);
       const planned = await exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
       expect(planned.stdout, planned.stderr).toMatch(/^## dus-sync plan\n/);
       expect(planned.stdout).toMatch(/dus-sync \d+\.\d+\.\d+/);
