@@ -292,7 +292,8 @@ function startsWithSpace(line: string): boolean {
   return line.length > 0 && /\s/.test(line[0]!);
 }
 
-export function fastParseFile(file: SourceFile, shown: string, config: ResolvedConfig): ParsedFile | undefined {
+/** `objects` false: valid documents get no object (the caller keeps none: ParseOptions.objects). */
+export function fastParseFile(file: SourceFile, shown: string, config: ResolvedConfig, objects = true): ParsedFile | undefined {
   const js = loadJsYaml();
   if (!js) return undefined;
   const raw = file.text;
@@ -313,7 +314,7 @@ export function fastParseFile(file: SourceFile, shown: string, config: ResolvedC
   const documents: ParsedDocument[] = [];
   const placeholderPossible = mayHoldPlaceholder(text);
   for (let index = 0; index < values.length; index++) {
-    const d = fastDocument(values[index], regions[index]!, index, shown, config, placeholderPossible);
+    const d = fastDocument(values[index], regions[index]!, index, shown, config, placeholderPossible, objects);
     if (!d) return undefined;
     documents.push(d);
   }
@@ -377,7 +378,7 @@ function specLine(region: Region): number {
   return region.spec;
 }
 
-function fastDocument(value: unknown, region: Region, index: number, file: string, config: ResolvedConfig, placeholderPossible: boolean): ParsedDocument | undefined {
+function fastDocument(value: unknown, region: Region, index: number, file: string, config: ResolvedConfig, placeholderPossible: boolean, objects: boolean): ParsedDocument | undefined {
   if (!isPlainObject(value) || !('apiVersion' in value) || !plainValues(value)) return undefined;
   const validate = validator('resource');
   if (!validate(value)) return undefined;
@@ -391,6 +392,7 @@ function fastDocument(value: unknown, region: Region, index: number, file: strin
   const sem = semanticChecks(value, config, position, placeholderPossible);
   if (sem.issues.length > 0 || !sem.identity || !identityFound) return undefined;
   const identity: Identity = sem.identity;
+  if (!objects) return new IdentifiedDocument(index, source, identity, undefined);
   const spec = value.spec as { phases?: unknown[] };
   const phases = value.kind === 'Action' && Array.isArray(spec.phases) ? phaseLocations(region, spec.phases.length, file) : [];
   if (!phases) return undefined;

@@ -189,14 +189,26 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
 
 // ---------------------------------------------------------------- parsing one file
 
+export interface ParseOptions {
+  /** false: the documents are only compared, never sent (the base of diff): a key in them is no issue. */
+  readonly sent?: boolean;
+  /**
+   * false: the caller keeps no object (validate without --tenant or --selector), so the fast
+   * path makes none (a valid document then has an identity and no object; the yaml path still
+   * makes them). Made anyway when a key is known, which the search for keys in values needs.
+   */
+  readonly objects?: boolean;
+}
+
 /**
  * One file's documents, validated on their own. Never throws. Pure but for the keys known to
  * redaction: a value that holds one is an issue (keysInValues).
  */
-export function parseFile(file: SourceFile, config: ResolvedConfig, opts: { readonly sent?: boolean } = {}): ParsedFile {
+export function parseFile(file: SourceFile, config: ResolvedConfig, opts: ParseOptions = {}): ParsedFile {
   const shown = displayPath(config, file.path);
   try {
-    const parsed = fastParseFile(file, shown, config) ?? parseFileWithYaml(file, shown, config);
+    // Without objects only when no key is known: the search for keys in values reads the objects.
+    const parsed = fastParseFile(file, shown, config, opts.objects !== false || anySecrets()) ?? parseFileWithYaml(file, shown, config);
     // (The base of diff is never sent: a change that takes a key out of a file must diff.)
     return opts.sent === false ? parsed : keysInValues(file, parsed, readPolicy(config).maxFileBytes);
   } catch (err) {
@@ -480,8 +492,9 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
       for (const i of f.issues) issues.push(i);
       for (const d of f.documents) {
         let duplicate = false;
-        if (d.identity) {
-          const id = d.identity;
+        // (A getter: it makes the identity each time it is asked.)
+        const id = d.identity;
+        if (id) {
           if (windowTenants) tenants.add(id.tenant);
           if (id.tenant !== lastSpelling) checkSpelling(id.tenant, d.source);
           // Documents come grouped by kind and tenant, mostly: the last scope is asked first.
@@ -506,8 +519,7 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
           }
         }
         const o = d.object;
-        if (!o || duplicate || !included(o, filter)) continue;
-        if (!keep) continue;
+        if (!keep || !o || duplicate || !included(o, filter)) continue;
         if (o.kind === 'firmware') firmwares.push(o);
         else actions.push(o);
         opts.onObject?.(o);
@@ -606,7 +618,7 @@ export async function readParsedFiles(config: ResolvedConfig, paths?: readonly s
 }
 
 /** readParsedFiles, each file given to `onFile` as it is parsed (in path order) and not kept. */
-export async function eachParsedFile(config: ResolvedConfig, onFile: (file: ParsedFile) => void, paths?: readonly string[]): Promise<void> {
+export async function eachParsedFile(config: ResolvedConfig, onFile: (file: ParsedFile) => void, paths?: readonly string[], parse: ParseOptions = {}): Promise<void> {
   let list = paths;
   let regular: ReadonlySet<string> | undefined;
   if (list === undefined) ({ paths: list, regular } = await listWithTypes(config));
@@ -621,7 +633,7 @@ export async function eachParsedFile(config: ResolvedConfig, onFile: (file: Pars
         turn = performance.now();
       }
       const path = list[i]!;
-      onFile(readParsedFile(config, path, root, regular?.has(path) === true, undefined, folders));
+      onFile(readParsedFile(config, path, root, regular?.has(path) === true, undefined, folders, parse));
     }
   } finally {
     closeFolderCache(folders);
@@ -654,13 +666,15 @@ export async function loadAssembled(config: ResolvedConfig, filter?: LoadFilter,
   let withDocuments = 0;
   let documents = 0;
   const objects: DesiredObject[] | undefined = filters(filter) ? [] : undefined;
+  // Nothing reads the objects of a load that keeps none, selects none and is told of none.
+  const unread = opts.keepObjects === false && objects === undefined && opts.onObject === undefined;
   await eachParsedFile(config, (f) => {
     a.add(f);
     files += 1;
     documents += f.documents.length;
     if (f.documents.length > 0) withDocuments += 1;
     if (objects !== undefined) for (const d of f.documents) if (d.object) objects.push(d.object);
-  });
+  }, undefined, unread ? { objects: false } : {});
   return { result: a.finish(), facts: { files, withDocuments, documents, ...(objects !== undefined ? { objects } : {}) } };
 }
 
@@ -673,7 +687,7 @@ const TURN_MS = 4;
  * link that leaves the repository unless --follow-external-symlinks; anything else becomes an
  * issue at the file's first line, never a hang or an exception.
  */
-export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false, got?: { stat?: FileStamp }, folders?: FolderCache): ParsedFile {
+export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false, got?: { stat?: FileStamp }, folders?: FolderCache, parse: ParseOptions = {}): ParsedFile {
   const policy = readPolicy(config);
   const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks, listedRegular, ...(folders ? { folders } : {}) });
   if (got !== undefined && read.ok && read.stat !== undefined) got.stat = read.stat;
@@ -681,7 +695,7 @@ export function readParsedFile(config: ResolvedConfig, path: string, root = repo
     const shown = displayPath(config, path);
     return { path, file: shown, documents: [], issues: [{ file: shown, line: 1, column: 1, pointer: '', message: read.message }] };
   }
-  return parseFile({ path, text: read.text }, config);
+  return parseFile({ path, text: read.text }, config, parse);
 }
 
 export async function loadDesiredState(config: ResolvedConfig, filter?: LoadFilter): Promise<LoadResult> {

@@ -172,6 +172,15 @@ describe('fast path', () => {
         expect(fast).toEqual(slow);
       }
       if (slow.issues.length > 0) expect(fast).toBeUndefined();
+      // Without objects (validate's load): the same identities and no issue, or the yaml path's.
+      const bare = fastParseFile({ path: 'gen.yaml', text }, 'gen.yaml', config, false);
+      if (fast) expect(bare).toBeDefined();
+      if (bare) {
+        expect(bare.issues).toEqual(slow.issues);
+        expect(bare.documents.map((d) => [d.index, d.source, d.identity])).toEqual(slow.documents.map((d) => [d.index, d.source, d.identity]));
+        expect(bare.documents.every((d) => d.object === undefined)).toBe(true);
+        expect(slow.documents.every((d) => d.object !== undefined)).toBe(true);
+      }
     }), { numRuns: 300 });
     expect(taken).toBeGreaterThan(20);
   });

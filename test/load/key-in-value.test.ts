@@ -39,6 +39,15 @@ describe('a key in a value apply would send', () => {
     });
   }
 
+  // validate keeps no object and asks for none (ParseOptions.objects false): a known key still needs them.
+  it('a load that keeps no object still finds a key in a value', () => {
+    registerSecret(KEY);
+    for (const [, text, at] of cases) {
+      const parsed = parseFile({ path: 'a.yaml', text }, config, { objects: false });
+      expect(parsed.issues.map((i) => `${i.line}:${i.column} ${i.pointer}`)).toEqual([at]);
+    }
+  });
+
   it('a key as the document\'s tenant (sent in every request\'s header): an issue at metadata.tenant', () => {
     registerSecret(KEY);
     const parsed = parseFile({ path: 'a.yaml', text: `apiVersion: dus-sync/v1\nkind: Action\nmetadata: { tenant: "${KEY}" }\nspec:\n  id: 7\n  phases:\n    - name: w\n` }, { ...config, tenants: {} });
