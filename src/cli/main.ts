@@ -8,6 +8,7 @@ import { checkedFetchTimeout, checkedMaxResponseSize, checkedRequestTimeout } fr
 import { handleError } from './handle-error.js';
 import { errorJson, watchResultOutput, writeJsonError } from './json-error.js';
 import { guardProcessOutput } from './output.js';
+import { tuneForShortRun } from './short-run.js';
 import { refuseSingleDashLongOption } from './single-dash.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
@@ -53,9 +54,10 @@ const ANY_COUNT: Range = { min: 0, max: Number.MAX_SAFE_INTEGER };
 
 type Runner = (opts: Record<string, unknown>, globals: GlobalOptions, args: string[]) => Promise<number>;
 
-/** Wraps a lazily imported command: its exit code becomes the process's. */
-function lazy(load: () => Promise<{ run: Runner }>) {
+/** Wraps a lazily imported command: its exit code becomes the process's. `long`: it runs for days (watch, the emulator). */
+function lazy(load: () => Promise<{ run: Runner }>, long = false) {
   return async function action(this: Command, ...params: unknown[]): Promise<void> {
+    if (!long) tuneForShortRun();
     const globals = this.optsWithGlobals() as GlobalOptions;
     const args = params.slice(0, -2).filter((p): p is string => typeof p === 'string');
     // --format json: a failure still leaves one JSON document on stdout (json-error.ts).
@@ -163,7 +165,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .addOption(new Option('--log-format <format>', 'logs as JSON lines or readable lines (default: watch.log_format, else readable on a terminal and JSON otherwise)').choices(['json', 'pretty']))
     .addOption(new Option('--log-level <level>', 'the least severe level logged (default: watch.log_level, else info; debug with --debug)').choices(['trace', 'debug', 'info', 'warn', 'error']))
     .addHelpText('after', '\nExample:\n  $ dus-sync watch --listen 0.0.0.0:9090')
-    .action(lazy(() => import('./watch.js')));
+    .action(lazy(() => import('./watch.js'), true));
 
   program.command('export')
     .description('write the live state of a tenant as desired-state YAML')
@@ -230,7 +232,7 @@ Exit status: 0 success, 1 error (invalid config, conflict, API failure, refused 
     .option('--hostile-interval <ms>', 'drip: milliseconds between two bytes', count('--hostile-interval', { min: 1, max: 600_000 }), 1000)
     .option('--hostile-status <code>', 'answer with this status instead of the route\'s own (echo: 400 by default; huge with 400 or more pads the detail)', count('--hostile-status', { min: 100, max: 599 }))
     .addHelpText('after', '\nExamples:\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --page-size 2\n  $ dus-sync emulator --port 0 --seed examples/emulator-seed.yaml --hostile drip --hostile-route action --hostile-interval 500')
-    .action(lazy(() => import('./emulator.js')));
+    .action(lazy(() => import('./emulator.js'), true));
 
   // The kinds are listed for help and completion; schema.ts checks them itself (any case).
   const kind = new Argument('[kind]', 'which schema');
