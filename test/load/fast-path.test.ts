@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fastParseFile, hasSpecial, SPECIAL } from '../../src/load/fast-path.js';
+import { fastParseFile, hasSpecial, openAtLineEnd, SPECIAL } from '../../src/load/fast-path.js';
 import { parseFileWithYaml } from '../../src/load/index.js';
 import type { ResolvedConfig } from '../../src/model/index.js';
 
@@ -194,5 +194,44 @@ describe('fast path', () => {
     for (const t of ['&a', ' *a', 'x: !tag', '%YAML', 'a\n%b', 'a\r%b', '<<: *x', 'a&b', 'a & b', '& ', 'a\u2028!x', '{*a}', '-&a', 'a%', '*']) {
       expect(hasSpecial(t), JSON.stringify(t)).toBe(SPECIAL.test(t));
     }
+  });
+
+  // The scan for a quote or bracket left open at a line's end reads each line from its first
+  // quote, bracket or `#`: the same answer as reading every line whole, as it did.
+  it('finds a line left open exactly where reading every line whole does (property)', () => {
+    const isBoundary = (p: number): boolean => [32, 9, 10, 13, 91, 123, 44, 58, 45, 63].includes(p);
+    const leavesOpen = (line: string): boolean => {
+      let quote = 0;
+      let depth = 0;
+      for (let i = 0; i < line.length; i++) {
+        const c = line.charCodeAt(i);
+        if (quote === 34) {
+          if (c === 92) i++;
+          else if (c === 34) quote = 0;
+        } else if (quote === 39) {
+          if (c === 39) {
+            if (line.charCodeAt(i + 1) === 39) i++;
+            else quote = 0;
+          }
+        } else if (depth > 0 && (c === 93 || c === 125)) {
+          depth--;
+        } else if (c === 34 || c === 39 || c === 35 || c === 91 || c === 123) {
+          if (!isBoundary(i === 0 ? 10 : line.charCodeAt(i - 1))) continue;
+          if (c === 35) return quote !== 0 || depth > 0;
+          if (c === 91 || c === 123) depth++;
+          else quote = c;
+        }
+      }
+      return quote !== 0 || depth > 0;
+    };
+    const char = fc.constantFrom('"', "'", '[', ']', '{', '}', '#', '\\', ' ', ' ', '\n', '\n', 'a', 'b', ':', ',', '-', '\t', '\r', '?');
+    let open = 0;
+    fc.assert(fc.property(fc.array(char, { maxLength: 60 }), (chars) => {
+      const text = chars.join('');
+      const whole = text.split('\n').some(leavesOpen);
+      if (whole) open++;
+      expect(openAtLineEnd(text)).toBe(whole);
+    }), { numRuns: 3000 });
+    expect(open).toBeGreaterThan(300);
   });
 });
