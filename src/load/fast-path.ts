@@ -486,6 +486,26 @@ export function plainValues(v: unknown): boolean {
 }
 
 /**
+ * The usual layout, read in place: line i is spaces, `field`, blanks, `:`, blanks and a value
+ * that starts with a printable ASCII character other than `#`; the value's column, else -1
+ * (identityLocation then reads the lines as it always did, which gives the same answer here).
+ */
+function firstFieldColumn(lines: Lines, i: number, field: string): number {
+  const text = lines.text;
+  const from = lines.starts[i]!;
+  let p = from;
+  while (text.charCodeAt(p) === 32) p++;
+  if (p === from || !text.startsWith(field, p)) return -1;
+  p += field.length;
+  while (text.charCodeAt(p) === 32 || text.charCodeAt(p) === 9) p++;
+  if (text.charCodeAt(p) !== 58 /* : */) return -1;
+  p++;
+  while (text.charCodeAt(p) === 32 || text.charCodeAt(p) === 9) p++;
+  const c = text.charCodeAt(p);
+  return c > 32 && c < 127 && c !== 35 ? p - from + 1 : -1;
+}
+
+/**
  * `  version_number: "2.4.1"` as a direct child of a block `spec:` → the value's line and
  * column. Anything else (a flow mapping, a comment in the way...) → undefined.
  */
@@ -493,6 +513,8 @@ function identityLocation(region: Region, field: string, file: string): SourceLo
   const lines = region.lines;
   const spec = specLine(region);
   if (spec < 0) return undefined;
+  const first = spec + 1 < region.end ? firstFieldColumn(lines, spec + 1, field) : -1;
+  if (first > 0) return { file, line: spec + 2, column: first };
   let indent: string | undefined;
   const re = identityLine(field);
   for (let i = spec + 1; i < region.end; i++) {

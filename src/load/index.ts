@@ -447,16 +447,41 @@ export interface Assembler {
   finish(): LoadResult;
 }
 
-/** Lines of a file, in the number that keeps a first definition's place (far more than a file may hold). */
-const LINE_SPAN = 2 ** 32;
+/**
+ * First definitions' places, by a small number each (the Map's value): a place kept as one
+ * number of file × 2^32 + line was a heap-allocated number per identity (past V8's small
+ * integers), 200,000 of them rehashed and collected in a large load.
+ */
+class Places {
+  private files = new Uint32Array(1024);
+  private lines = new Uint32Array(1024);
+  private count = 0;
+  /** The place's number. */
+  add(file: number, line: number): number {
+    if (this.count === this.files.length) {
+      const files = new Uint32Array(this.count * 2);
+      files.set(this.files);
+      this.files = files;
+      const lines = new Uint32Array(this.count * 2);
+      lines.set(this.lines);
+      this.lines = lines;
+    }
+    this.files[this.count] = file;
+    this.lines[this.count] = line;
+    return this.count++;
+  }
+  file(n: number): number { return this.files[n]!; }
+  line(n: number): number { return this.lines[n]!; }
+}
 
 export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: AssembleOptions = {}): Assembler {
   const issues: ConfigIssue[] = [];
   // kind and tenant, then key: no joined string per document (a new string to hash, 200,000 of them).
-  // The first definition's place is one number, its file (index in `shownFiles`) × 2^32 + its
-  // line: a location object each was 10 MB held at 200,000 documents, for a message seldom made.
+  // The first definition's place is one number (Places), its file an index in `shownFiles`: a
+  // location object each was 10 MB held at 200,000 documents, for a message seldom made.
   const firstSeen = new Map<string, Map<string, number>>();
   const shownFiles: string[] = [];
+  const places = new Places();
   let lastKind: string | undefined;
   let lastTenant: string | undefined;
   let lastSeen: Map<string, number> | undefined;
@@ -511,11 +536,11 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
           if (first !== undefined) {
             duplicate = true;
             const what = id.kind === 'firmware' ? `firmware "${id.key}"` : `action ${id.key}`;
-            const firstAt = `${shownFiles[Math.floor(first / LINE_SPAN)]}:${first % LINE_SPAN}`;
+            const firstAt = `${shownFiles[places.file(first)]}:${places.line(first)}`;
             issues.push({ ...at, pointer: id.pointer, message: `${what} of tenant "${id.tenant}" is defined twice; the first definition is at ${firstAt}; keep one` });
           } else {
             if (shownFiles[shownFiles.length - 1] !== at.file) shownFiles.push(at.file);
-            seen.set(id.key, (shownFiles.length - 1) * LINE_SPAN + at.line);
+            seen.set(id.key, places.add(shownFiles.length - 1, at.line));
           }
         }
         const o = d.object;

@@ -141,9 +141,12 @@ describe('fast path', () => {
       // Where each phase is written is found by a line scan on the fast path: every layout.
       layout: fc.constantFrom('block', 'flow-item', 'compact', 'gaps', 'dash-alone', 'flow-list'),
       comment: fc.constantFrom('', '# note\n', '\n'),
-    }).map(({ kind, tenant, fields, phases, layout, comment }) => {
+      // How the identity's line is spaced (its column is read in place when the line is usual).
+      gap: fc.constantFrom([' ', ''], [' ', ''], ['', ' '], ['\t', ''], ['  ', ' '], [' ', ' # c'], ['', '']),
+    }).map(({ kind, tenant, fields, phases, layout, comment, gap }) => {
       const seen = new Set<string>();
-      const identity = kind === 'Firmware' ? '  version_number: "9.9"\n' : '  id: 7\n';
+      const [after, tail] = gap;
+      const identity = kind === 'Firmware' ? `  version_number${tail === '' && after === '' ? ' ' : ''}:${after}"9.9"${tail}\n` : `  id:${after || ' '}7${tail}\n`;
       const spec = identity + fields.filter(([k]) => k !== 'version_number' && k !== 'id')
         .filter(([k]) => !seen.has(k) && seen.add(k)).map(([k, v]) => `  ${k}: ${v}\n`).join('');
       const item = ([n, m]: [string, number]): string => {
