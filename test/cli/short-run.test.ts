@@ -1,9 +1,10 @@
 // The one-shot commands lower TurboFan's inlining budget (src/cli/short-run.ts); watch and the
 // emulator, which run for days, keep V8's default; a budget on the command line is kept.
+import type * as V8 from 'node:v8';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 const set = vi.fn();
-vi.mock('node:v8', async (original) => ({ ...(await original<typeof import('node:v8')>()), setFlagsFromString: (f: string) => set(f) }));
+vi.mock('node:v8', async (original) => ({ ...(await original<typeof V8>()), setFlagsFromString: (f: string) => set(f) }));
 
 const { SHORT_RUN_INLINING_BUDGET, tuneForShortRun } = await import('../../src/cli/short-run.js');
 
