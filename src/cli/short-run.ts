@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8';
  * 920). A run of a few seconds spends more compiling deep inlines than it gains from them: at
  * 20,000 documents the optimizing compiler took a quarter of validate's instructions (it runs on
  * another thread, which on a machine of 2 cores takes time from the run). With 200: validate
- * 4.76 -> 4.50 billion instructions, plan 8.87 -> 8.52; the same wall time at 200,000 documents
+ * 4.76 -> 4.53 billion instructions, plan 8.87 -> 8.52; the same wall time at 200,000 documents
  * (docs/performance.md). watch and the emulator, which run for days, keep V8's default.
  */
 export const SHORT_RUN_INLINING_BUDGET = 200;

@@ -36,7 +36,6 @@ export function loadJsYaml(): { readonly yaml: JsYaml; readonly schema: unknown 
 // Infinity, which validate then refuses). Its null and boolean spellings are the same.
 // Tested against the yaml path over a list of spellings (test/load/fast-path.test.ts).
 const CORE_INT = /^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+|0o[0-7]+)$/;
-
 const CORE_FLOAT = /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/;
 
 /** Whether a plain scalar starting with this character may be a number (a digit, a sign or a dot): most are names. */

@@ -622,7 +622,7 @@ function sortFirmwares(firmwares: DesiredFirmware[]): void {
 }
 
 /** `sent: false`: the documents are only compared, never sent (the base of diff): a key in them is no issue. */
-export function loadDocuments(files: readonly SourceFile[], config: ResolvedConfig, filter?: LoadFilter, opts: { readonly sent?: boolean } = {}): LoadResult {
+export function loadDocuments(files: readonly SourceFile[], config: ResolvedConfig, filter?: LoadFilter, opts: Pick<ParseOptions, 'sent'> = {}): LoadResult {
   return assemble(files.map((f) => parseFile(f, config, opts)), config, filter);
 }
 
