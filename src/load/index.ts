@@ -15,6 +15,7 @@ import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, sem
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
+import { FirstSeen } from './first-seen.js';
 import { closeFolderCache, readRegularFile, type FileStamp, type FolderCache } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
@@ -448,7 +449,7 @@ export interface Assembler {
 }
 
 /**
- * First definitions' places, by a small number each (the Map's value): a place kept as one
+ * First definitions' places, by a small number each (the FirstSeen table's value): a place kept as one
  * number of file × 2^32 + line was a heap-allocated number per identity (past V8's small
  * integers), 200,000 of them rehashed and collected in a large load.
  */
@@ -476,15 +477,16 @@ class Places {
 
 export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: AssembleOptions = {}): Assembler {
   const issues: ConfigIssue[] = [];
-  // kind and tenant, then key: no joined string per document (a new string to hash, 200,000 of them).
+  // kind and tenant, then key (a FirstSeen table, src/load/first-seen.ts): no joined string per
+  // document (a new string to hash, 200,000 of them).
   // The first definition's place is one number (Places), its file an index in `shownFiles`: a
   // location object each was 10 MB held at 200,000 documents, for a message seldom made.
-  const firstSeen = new Map<string, Map<string, number>>();
+  const firstSeen = new Map<string, FirstSeen>();
   const shownFiles: string[] = [];
   const places = new Places();
   let lastKind: string | undefined;
   let lastTenant: string | undefined;
-  let lastSeen: Map<string, number> | undefined;
+  let lastSeen: FirstSeen | undefined;
   const firmwares: DesiredFirmware[] = [];
   const actions: DesiredAction[] = [];
   const paths: string[] = [];
@@ -526,21 +528,21 @@ export function assembler(config: ResolvedConfig, filter?: LoadFilter, opts: Ass
           if (id.kind !== lastKind || id.tenant !== lastTenant) {
             const scope = `${id.kind}\u0000${id.tenant}`;
             lastSeen = firstSeen.get(scope);
-            if (lastSeen === undefined) firstSeen.set(scope, lastSeen = new Map());
+            if (lastSeen === undefined) firstSeen.set(scope, lastSeen = new FirstSeen());
             lastKind = id.kind;
             lastTenant = id.tenant;
           }
           const seen = lastSeen!;
-          const first = seen.get(id.key);
+          const first = seen.find(id.key);
           const at = id.location;
-          if (first !== undefined) {
+          if (first >= 0) {
             duplicate = true;
             const what = id.kind === 'firmware' ? `firmware "${id.key}"` : `action ${id.key}`;
             const firstAt = `${shownFiles[places.file(first)]}:${places.line(first)}`;
             issues.push({ ...at, pointer: id.pointer, message: `${what} of tenant "${id.tenant}" is defined twice; the first definition is at ${firstAt}; keep one` });
           } else {
             if (shownFiles[shownFiles.length - 1] !== at.file) shownFiles.push(at.file);
-            seen.set(id.key, places.add(shownFiles.length - 1, at.line));
+            seen.add(id.key, places.add(shownFiles.length - 1, at.line));
           }
         }
         const o = d.object;
