@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fastParseFile, hasSpecial, openAtLineEnd, SPECIAL } from '../../src/load/fast-path.js';
+import { fastParseFile, hasSpecial, openAtLineEnd, refusedKey, REFUSED_KEYS, SPECIAL } from '../../src/load/fast-path.js';
 import { parseFileWithYaml } from '../../src/load/index.js';
 import type { ResolvedConfig } from '../../src/model/index.js';
 
@@ -240,5 +240,25 @@ describe('fast path', () => {
       expect(openAtLineEnd(text)).toBe(whole);
     }), { numRuns: 3000 });
     expect(open).toBeGreaterThan(300);
+  });
+});
+
+describe('refusedKey', () => {
+  it('is REFUSED_KEYS.has: every refused key, each with a character changed, added or taken away, and any string', () => {
+    expect(REFUSED_KEYS.size).toBeGreaterThanOrEqual(8);
+    for (const k of REFUSED_KEYS) {
+      expect(refusedKey(k)).toBe(true);
+      // The same key, a string made anew (not the literal): compared by content.
+      expect(refusedKey([...k].join(''))).toBe(true);
+      for (let i = 0; i < k.length; i++) {
+        const changed = `${k.slice(0, i)}${k[i] === 'x' ? 'y' : 'x'}${k.slice(i + 1)}`;
+        for (const other of [changed, k.slice(0, i) + k.slice(i + 1), `${k.slice(0, i)}x${k.slice(i)}`]) {
+          expect(refusedKey(other)).toBe(REFUSED_KEYS.has(other));
+        }
+      }
+    }
+    fc.assert(fc.property(fc.oneof(fc.string({ maxLength: 16 }), fc.constantFrom(...REFUSED_KEYS, 'kind', 'spec', 'Null', 'nan', 'component_name')), (k) => {
+      expect(refusedKey(k)).toBe(REFUSED_KEYS.has(k));
+    }), { numRuns: 2000 });
   });
 });
