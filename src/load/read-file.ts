@@ -24,6 +24,12 @@ export interface ReadOptions {
   readonly listedRegular?: boolean;
   /** The folder last opened for a read (one load passes one, and closes it when it is done). */
   readonly folders?: FolderCache;
+  /**
+   * With `folders`: where the cached folder is now is not read after each open; the result says
+   * `unconfirmed`, and the caller must not use its text before confirmFolder says the folder is
+   * still where it may be read from (one check for a batch of files instead of one a file).
+   */
+  readonly deferFolderCheck?: boolean;
 }
 
 /**
@@ -36,13 +42,46 @@ export interface FolderCache {
   path?: string; fd?: number; real?: string;
   /** Whether the open folder may be read from (folderAllowed), decided once for its files. */
   allowed?: boolean;
+  /** The repository folder `allowed` was decided for. */
+  root?: string;
+  /** Files opened in the open folder whose reads deferred the check of where it is (deferFolderCheck). */
+  unconfirmed?: number;
+  /** What a check found since the last confirmFolder: the folder had left the repository while files opened in it were unconfirmed. */
+  movedOut?: string;
 }
 
 export function closeFolderCache(c: FolderCache): void {
   if (c.fd !== undefined) {
+    checkUnconfirmed(c);
     try { closeSync(c.fd); } catch { /* closed already */ }
   }
-  c.path = undefined; c.fd = undefined; c.real = undefined; c.allowed = undefined;
+  c.path = undefined; c.fd = undefined; c.real = undefined; c.allowed = undefined; c.root = undefined; c.unconfirmed = undefined;
+}
+
+/** Where the open folder is now, when files opened in it are unconfirmed: a place outside is kept in movedOut. */
+function checkUnconfirmed(c: FolderCache): void {
+  if (c.fd === undefined || !c.unconfirmed) return;
+  c.unconfirmed = 0;
+  let now: string;
+  try {
+    now = readlinkSync(procPath(c.fd));
+  } catch (err) {
+    c.movedOut ??= `the file's folder could not be checked (${codeOf(err)}); run again once the files stop changing`;
+    return;
+  }
+  if (now !== c.real && !folderAllowed(c.root!, now, c.path!)) c.movedOut ??= outsideMessage(now, c.root!);
+}
+
+/**
+ * After reads that deferred the folder check (deferFolderCheck): undefined when every folder they
+ * were opened in was still where it may be read from after their opens, else the sentence each
+ * of those files is refused with. Clears what it reports.
+ */
+export function confirmFolder(c: FolderCache): string | undefined {
+  checkUnconfirmed(c);
+  const moved = c.movedOut;
+  c.movedOut = undefined;
+  return moved;
 }
 
 /** Where the kernel shows an open file as a path that leads to it (Linux): folders are checked, listed and read through it. */
@@ -88,7 +127,7 @@ function folderOf(path: string, cache: FolderCache | undefined, root: string): {
   const allowed = folderAllowed(root, real, dir);
   if (cache === undefined) return { fd, real, owned: true, allowed };
   closeFolderCache(cache);
-  cache.path = dir; cache.fd = fd; cache.real = real; cache.allowed = allowed;
+  cache.path = dir; cache.fd = fd; cache.real = real; cache.allowed = allowed; cache.root = root;
   return { fd, real, owned: false, allowed };
 }
 
@@ -108,7 +147,8 @@ function folderAllowed(root: string, real: string, dir: string): boolean {
 export interface FileStamp { readonly size: number; readonly mtimeMs: number; readonly ctimeMs: number; readonly ino: number; readonly dev: number }
 
 export type ReadResult =
-  | { readonly ok: true; readonly text: string; readonly stat?: FileStamp }
+  /** unconfirmed: opened in the cached folder without the check of where it is (deferFolderCheck): confirmFolder before use. */
+  | { readonly ok: true; readonly text: string; readonly stat?: FileStamp; readonly unconfirmed?: true }
   /** tooLarge: refused for its size alone (a caller may decide without reading it). */
   | { readonly ok: false; readonly message: string; readonly tooLarge?: true };
 
@@ -241,16 +281,28 @@ function statSafe(path: string): Stats | undefined {
 
 class OutsideError extends Error {}
 
-/** open(path), inside its folder checked to be in the repository where that applies (see FolderCache). */
-function openInFolder(path: string, opts: ReadOptions): number {
-  if (!PROC_FD || opts.root === undefined || opts.followExternalSymlinks === true) return openSync(path, OPEN_FLAGS);
+function outsideMessage(real: string, root: string): string {
+  return `this file's folder is ${printable(real)}, outside the repository folder ${printable(root)}: a folder on its path is a link out of the repository, or was swapped for one (or moved out) while it was being read; dus-sync reads only files inside it: run again once the files stop changing, or pass --follow-external-symlinks to allow links that leave it`;
+}
+
+/**
+ * open(path), inside its folder checked to be in the repository where that applies (see
+ * FolderCache); `deferred`: opened in the cached folder, whose place the caller confirms.
+ */
+function openInFolder(path: string, opts: ReadOptions): { fd: number; deferred: boolean } {
+  if (!PROC_FD || opts.root === undefined || opts.followExternalSymlinks === true) return { fd: openSync(path, OPEN_FLAGS), deferred: false };
   const folder = folderOf(path, opts.folders, opts.root);
-  if (folder === undefined) return openSync(path, OPEN_FLAGS);
+  if (folder === undefined) return { fd: openSync(path, OPEN_FLAGS), deferred: false };
   const root = opts.root;
-  const outside = (real: string) => new OutsideError(`this file's folder is ${printable(real)}, outside the repository folder ${printable(root)}: a folder on its path is a link out of the repository, or was swapped for one (or moved out) while it was being read; dus-sync reads only files inside it: run again once the files stop changing, or pass --follow-external-symlinks to allow links that leave it`);
+  const outside = (real: string) => new OutsideError(outsideMessage(real, root));
   try {
     if (!folder.allowed) throw outside(folder.real);
     const fd = openSync(`${procPath(folder.fd)}/${basename(path)}`, OPEN_FLAGS);
+    if (opts.deferFolderCheck === true && !folder.owned) {
+      // One check for the batch (confirmFolder, or this folder's close), after this open.
+      opts.folders!.unconfirmed = (opts.folders!.unconfirmed ?? 0) + 1;
+      return { fd, deferred: true };
+    }
     // Where the folder is now, the file open: a folder renamed out of the repository since it was
     // checked (its descriptor follows it) must not be read from. One readlink a file.
     let now: string;
@@ -264,7 +316,7 @@ function openInFolder(path: string, opts: ReadOptions): number {
       closeSync(fd);
       throw outside(now);
     }
-    return fd;
+    return { fd, deferred: false };
   } finally {
     if (folder.owned) closeSync(folder.fd);
   }
@@ -281,8 +333,9 @@ let scratch: Buffer | undefined;
 function readOpened(path: string, opts: ReadOptions, listed: boolean): ReadResult | undefined {
   const maxBytes = opts.maxBytes;
   let fd: number;
+  let deferred: boolean;
   try {
-    fd = openInFolder(path, opts);
+    ({ fd, deferred } = openInFolder(path, opts));
   } catch (err) {
     if (err instanceof OutsideError) return listed ? undefined : fail(err.message);
     return listed ? undefined : unreadable(err);
@@ -307,7 +360,8 @@ function readOpened(path: string, opts: ReadOptions, listed: boolean): ReadResul
       n += got;
     }
     if (n > maxBytes) return tooLarge(undefined, maxBytes);
-    return { ok: true, text: buf.toString('utf8', 0, n), stat: st };
+    const text = buf.toString('utf8', 0, n);
+    return deferred ? { ok: true, text, stat: st, unconfirmed: true } : { ok: true, text, stat: st };
   } catch (err) {
     return unreadable(err);
   } finally {
