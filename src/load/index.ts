@@ -16,7 +16,7 @@ import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
 import { FirstSeen } from './first-seen.js';
-import { closeFolderCache, confirmFolder, readRegularFile, type FileStamp, type FolderCache, type ReadResult } from './read-file.js';
+import { ambiguousPath, closeFolderCache, confirmFolder, printable, readRegularFile, type FileStamp, type FolderCache, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 import { tenantFold } from '../tenant.js';
@@ -177,7 +177,12 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
     throw new UserError(`the folder ${config.dir} does not exist; check --dir or the location of dus-sync.yaml`);
   }
   const { base, patterns, under } = resourceScope(config);
-  const found = findCandidates({ base, realRoot: repositoryRoot(config), patterns, under, followExternalSymlinks: readPolicy(config).followExternalSymlinks });
+  const realRoot = repositoryRoot(config);
+  const followExternalSymlinks = readPolicy(config).followExternalSymlinks;
+  if (ambiguousPath(realRoot) && followExternalSymlinks !== true) {
+    throw new UserError(`the repository folder ${printable(realRoot)} has a name holding U+FFFD, which is also how bytes that are not UTF-8 are shown: dus-sync cannot tell which folders are inside it, so it reads none; move or rename it to a path without such characters (or pass --follow-external-symlinks, which reads outside the repository too)`);
+  }
+  const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks });
   const same = base === config.dir;
   const fromDir = (p: string): string => (same && isPlainRelative(p) ? p : toPosix(relative(config.dir, join(base, p))));
   // Links to folders that were not walked are listed too, so that reading them reports why.

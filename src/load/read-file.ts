@@ -140,7 +140,8 @@ function folderOf(path: string, cache: FolderCache | undefined, root: string): {
 function folderAllowed(root: string, real: string, dir: string): boolean {
   if (isInside(root, real)) return true;
   const named = resolve(dir);
-  return !isInside(root, named) && real === named;
+  // Outside the root, two names that show U+FFFD may be different folders.
+  return !isInside(root, named) && real === named && !ambiguousPath(real);
 }
 
 /** What identifies the file a read read: its fstat, not a stat of the path taken before or after. */
@@ -164,7 +165,18 @@ export function printable(text: string): string {
   return /[\u0000-\u001f\u007f-\u009f]/.test(text) ? JSON.stringify(text) : text;
 }
 
+/**
+ * Node gives a path the kernel holds as bytes decoded as UTF-8, each byte that is not UTF-8 as
+ * U+FFFD: a root that shows U+FFFD cannot be told apart from other folders (`ci\xff/repo` is
+ * `ci\ufffd/repo` too), so nothing is inside it (the load refuses such a root at once,
+ * ambiguousRoot). Below a root without it the comparison is exact: valid UTF-8 decodes one way.
+ */
+export function ambiguousPath(path: string): boolean {
+  return path.includes('\ufffd');
+}
+
 export function isInside(root: string, path: string): boolean {
+  if (ambiguousPath(root)) return false;
   const rel = relative(root, path);
   return rel === '' || !climbsOut(rel);
 }

@@ -3,7 +3,7 @@
 // breaker's race, replayed inside a batch: the folder is renamed out of the repository right
 // after one of its files is read, a folder of the same name put back; the files opened through
 // the folder since the last check are refused, and nothing read from outside is ever parsed.
-import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -25,7 +25,7 @@ vi.mock('../../src/load/read-file.js', async (importOriginal) => {
 });
 
 const { loadAssembled } = await import('../../src/load/index.js');
-const { closeFolderCache, confirmFolder, readRegularFile } = await import('../../src/load/read-file.js');
+const { closeFolderCache, confirmFolder, isInside, readRegularFile } = await import('../../src/load/read-file.js');
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'dus-batch-')));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -99,5 +99,46 @@ describe('deferFolderCheck (read-file.ts)', () => {
     } finally {
       closeFolderCache(folders);
     }
+  });
+});
+
+// A breaker's find: Node shows a byte that is not UTF-8 in a path as U+FFFD, so a repository at
+// `…/ci\ufffd/repo` and a folder at `…/ci\xff/repo/secret` (outside it) looked inside it.
+describe('paths the kernel holds as bytes that are not UTF-8', () => {
+  const fw = (v: string, extra = '') => `${firmware(v)}${extra}`;
+  it('a repository whose real path shows U+FFFD is refused at once, and nothing outside is read', async () => {
+    const base = join(dir, 'u8');
+    const root = join(base, 'ci\ufffd', 'repo');
+    mkdirSync(join(root, 'tenants'), { recursive: true });
+    writeFileSync(join(root, 'tenants', 'a.yaml'), fw('1.0.0'));
+    writeFileSync(join(root, 'dus-sync.yaml'), 'tenants:\n  acme: {}\n');
+    const outside = Buffer.concat([Buffer.from(`${base}/ci`), Buffer.from([0xff]), Buffer.from('/repo/secret')]);
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(Buffer.concat([outside, Buffer.from('/x.yaml')]), fw('6.6.6', '  outside_marker: 1\n'));
+    symlinkSync(Buffer.concat([Buffer.from('../../../ci'), Buffer.from([0xff]), Buffer.from('/repo/secret')]), join(root, 'tenants', 'evil'));
+    const config: ResolvedConfig = { dir: root, file: join(root, 'dus-sync.yaml'), defaultTenant: 'acme', tenants: { acme: {} }, safety: {}, watchIntervalMs: 300_000, suspend: false };
+    await expect(loadAssembled(config)).rejects.toThrow(/holding U\+FFFD.*move or rename it/);
+    // Every other check (watch's reads, links) finds nothing inside such a root either.
+    expect(isInside(root, join(root, 'tenants', 'a.yaml'))).toBe(false);
+    expect(isInside(join(base, 'plain'), join(base, 'plain', 'x\ufffd'))).toBe(true);
+  });
+
+  it('below a root without U+FFFD: a link to a folder outside whose name is not UTF-8 (shown as the root\'s name and U+FFFD) is refused', async () => {
+    const base = join(dir, 'u8-plain');
+    const root = join(base, 'repo');
+    mkdirSync(join(root, 'tenants'), { recursive: true });
+    writeFileSync(join(root, 'dus-sync.yaml'), 'tenants:\n  acme: {}\n');
+    // Outside: `repo\xff/secret`, which shows as `repo\ufffd/secret`.
+    const outside = Buffer.concat([Buffer.from(`${base}/repo`), Buffer.from([0xff]), Buffer.from('/secret')]);
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(Buffer.concat([outside, Buffer.from('/x.yaml')]), fw('6.6.6', '  outside_marker: 1\n'));
+    symlinkSync(Buffer.concat([Buffer.from('../../repo'), Buffer.from([0xff]), Buffer.from('/secret')]), join(root, 'tenants', 'evil'));
+    writeFileSync(join(root, 'tenants', 'in.yaml'), fw('2.0.0'));
+    const config: ResolvedConfig = { dir: root, file: join(root, 'dus-sync.yaml'), defaultTenant: 'acme', tenants: { acme: {} }, safety: {}, watchIntervalMs: 300_000, suspend: false };
+    const { result } = await loadAssembled(config);
+    expect(JSON.stringify(result)).not.toContain('outside_marker');
+    expect(JSON.stringify(result)).not.toContain('6.6.6');
+    expect(result.desired.firmwares.map((f) => f.spec.version_number)).toEqual(['2.0.0']);
+    expect(result.issues.map((i) => i.message).join('\n')).toMatch(/outside the repository folder/);
   });
 });
