@@ -196,7 +196,9 @@ export function findCandidates(opts: FindOptions): Found {
     } catch {
       continue; // no such folder: nothing to find
     }
-    if (scope.dir !== '' && !mayFollow(real) && isInside(opts.realRoot, join(opts.realRoot, scope.dir))) {
+    // A glob that climbs out of the repository is refused before the walk (listWithTypes), unless
+    // --follow-external-symlinks; whatever gets here, a folder outside is not walked.
+    if (scope.dir !== '' && !mayFollow(real)) {
       if (!excluded(scope.dir)) unwalked.add(scope.dir);
       continue;
     }

@@ -14,9 +14,9 @@ import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadP
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
-import { findCandidates } from './find.js';
+import { findCandidates, scopesOf } from './find.js';
 import { FirstSeen } from './first-seen.js';
-import { ambiguousPath, closeFolderCache, confirmFolder, printable, readRegularFile, type FileStamp, type FolderCache, type ReadResult } from './read-file.js';
+import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, type FileStamp, type FolderCache, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 import { tenantFold } from '../tenant.js';
@@ -181,6 +181,16 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   const followExternalSymlinks = readPolicy(config).followExternalSymlinks;
   if (ambiguousPath(realRoot) && followExternalSymlinks !== true) {
     throw new UserError(`the repository folder ${printable(realRoot)} has a name holding U+FFFD, which is also how bytes that are not UTF-8 are shown: dus-sync cannot tell which folders are inside it, so it reads none; move or rename it to a path without such characters (or pass --follow-external-symlinks, which reads outside the repository too)`);
+  }
+  if (followExternalSymlinks !== true) {
+    // The config is the repository's own: a change to it must not make dus-sync read (and quote,
+    // in its issues) files elsewhere on the machine, as a link out may not (Argo CD and kustomize
+    // keep to the repository's root the same way).
+    const out = patterns.find((p) => !p.startsWith('!') && scopesOf([p]).some((s) => !isInside(realRoot, join(realRoot, s.dir))));
+    if (out !== undefined) {
+      const shown = config.file ? displayPath(config, relative(config.dir, config.file)) : 'the config';
+      throw new UserError(`${shown}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)}; dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: move those files into the repository, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
+    }
   }
   const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks });
   const same = base === config.dir;

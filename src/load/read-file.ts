@@ -5,7 +5,7 @@
 // file type) said it is a regular file, the open does not follow a link in the last place, and
 // it is non-blocking, so a FIFO or a link swapped in between cannot hang us or lead us out either.
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, relative, sep } from 'node:path';
 import { formatSize } from '../limits.js';
 
 export interface ReadOptions {
@@ -69,7 +69,7 @@ function checkUnconfirmed(c: FolderCache): void {
     c.movedOut ??= `the file's folder could not be checked (${codeOf(err)}); run again once the files stop changing`;
     return;
   }
-  if (now !== c.real && !folderAllowed(c.root!, now, c.path!)) c.movedOut ??= outsideMessage(now, c.root!);
+  if (now !== c.real && !folderAllowed(c.root!, now)) c.movedOut ??= outsideMessage(now, c.root!);
 }
 
 /**
@@ -124,7 +124,7 @@ function folderOf(path: string, cache: FolderCache | undefined, root: string): {
     closeSync(fd);
     return undefined;
   }
-  const allowed = folderAllowed(root, real, dir);
+  const allowed = folderAllowed(root, real);
   if (cache === undefined) return { fd, real, owned: true, allowed };
   closeFolderCache(cache);
   cache.path = dir; cache.fd = fd; cache.real = real; cache.allowed = allowed; cache.root = root;
@@ -132,16 +132,12 @@ function folderOf(path: string, cache: FolderCache | undefined, root: string): {
 }
 
 /**
- * Whether files may be read from the folder named `dir`, open at `real`: inside the repository,
- * or, for a file the config names outside the repository itself (a glob that climbs out with ..),
- * that very folder, reached through no link. Decided once per folder (a path's resolve and two
- * relatives per file were 2% of a validate).
+ * Whether files may be read from the folder named `dir`, open at `real`: inside the repository.
+ * (A glob that climbs out of it is refused before anything is listed, unless
+ * --follow-external-symlinks, which reads without these checks.) Decided once per folder.
  */
-function folderAllowed(root: string, real: string, dir: string): boolean {
-  if (isInside(root, real)) return true;
-  const named = resolve(dir);
-  // Outside the root, two names that show U+FFFD may be different folders.
-  return !isInside(root, named) && real === named && !ambiguousPath(real);
+function folderAllowed(root: string, real: string): boolean {
+  return isInside(root, real);
 }
 
 /** What identifies the file a read read: its fstat, not a stat of the path taken before or after. */
@@ -324,7 +320,7 @@ function openInFolder(path: string, opts: ReadOptions): { fd: number; deferred: 
       closeSync(fd);
       throw err;
     }
-    if (now !== folder.real && !folderAllowed(root, now, dirname(path))) {
+    if (now !== folder.real && !folderAllowed(root, now)) {
       closeSync(fd);
       throw outside(now);
     }
