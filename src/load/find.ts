@@ -155,7 +155,11 @@ export function findCandidates(opts: FindOptions): Found {
         if (skipped(d.name)) continue;
         const path = join2(rel, d.name);
         if (d.isDirectory()) {
-          if (depth > 1) walk(path, join(real, d.name), depth - 1);
+          // A name that is not UTF-8 (Node shows its bytes as U+FFFD) cannot be opened by the name
+          // Node gives: reported (reading it says why), never skipped without a word.
+          if (depth > 1 && d.name.includes('\ufffd')) {
+            if (!excluded(path)) unwalked.add(path);
+          } else if (depth > 1) walk(path, join(real, d.name), depth - 1);
         } else if (d.isSymbolicLink()) {
           pending.push({ path, depth });
         } else {

@@ -204,8 +204,11 @@ function tooLarge(size: number | undefined, maxBytes: number): ReadResult {
   return { ok: false, tooLarge: true, message: `${is} larger than the ${formatSize(maxBytes)} limit; desired-state files are small, so this is probably not one: split it, move it out of the resources, or ${RAISE_LIMIT}` };
 }
 
-function unreadable(err: unknown): ReadResult {
+function unreadable(err: unknown, path?: string): ReadResult {
   const code = codeOf(err);
+  if (code === 'ENOENT' && path !== undefined && path.includes('\ufffd')) {
+    return fail('the name of this file, or of a folder on its path, is not valid UTF-8 (shown with U+FFFD), so it cannot be opened by that name: rename it with UTF-8 characters');
+  }
   if (code === 'ENOENT') return fail('the file does not exist (or was removed while it was being read)');
   if (code === 'ELOOP') return fail('the file was replaced by a symbolic link while it was being read; run again once the files stop changing');
   return fail(`the file could not be read (${code}); check its permissions`);
@@ -221,7 +224,7 @@ export function readRegularFile(path: string, opts: ReadOptions): ReadResult {
   try {
     st = lstatSync(path);
   } catch (err) {
-    return unreadable(err);
+    return unreadable(err, path);
   }
   let real = path;
   if (st.isSymbolicLink() || st.isDirectory()) {

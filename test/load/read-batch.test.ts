@@ -141,4 +141,21 @@ describe('paths the kernel holds as bytes that are not UTF-8', () => {
     expect(result.desired.firmwares.map((f) => f.spec.version_number)).toEqual(['2.0.0']);
     expect(result.issues.map((i) => i.message).join('\n')).toMatch(/outside the repository folder/);
   });
+
+  it('a file or folder inside whose name is not UTF-8 is an issue naming it, never skipped without a word', async () => {
+    const base = join(dir, 'u8-inside');
+    const root = join(base, 'repo');
+    mkdirSync(join(root, 'tenants'), { recursive: true });
+    writeFileSync(join(root, 'dus-sync.yaml'), 'tenants:\n  acme: {}\n');
+    writeFileSync(join(root, 'tenants', 'in.yaml'), fw('2.0.0'));
+    const folder = Buffer.concat([Buffer.from(`${root}/tenants/d`), Buffer.from([0xfe])]);
+    mkdirSync(folder);
+    writeFileSync(Buffer.concat([folder, Buffer.from('/in.yaml')]), fw('3.0.0'));
+    writeFileSync(Buffer.concat([Buffer.from(`${root}/tenants/f`), Buffer.from([0xfd]), Buffer.from('.yaml')]), fw('4.0.0'));
+    const config: ResolvedConfig = { dir: root, file: join(root, 'dus-sync.yaml'), defaultTenant: 'acme', tenants: { acme: {} }, safety: {}, watchIntervalMs: 300_000, suspend: false };
+    const { result } = await loadAssembled(config);
+    expect(result.desired.firmwares.map((f) => f.spec.version_number)).toEqual(['2.0.0']);
+    const named = result.issues.filter((i) => /not valid UTF-8/.test(i.message)).map((i) => i.file.replace(/^.*\/tenants\//, ''));
+    expect(named.sort()).toEqual(['d\ufffd', 'f\ufffd.yaml']);
+  });
 });
