@@ -8,6 +8,7 @@
 // (or with --follow-external-symlinks), each real folder once, so links that loop or fan out
 // cannot make the walk endless. A link to a folder that is not walked, and a dangling link, is
 // listed for the reader to report.
+import { isUtf8 } from 'node:buffer';
 import { closeSync, readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import { dirname, join } from 'node:path';
 import picomatch from 'picomatch';
@@ -31,6 +32,8 @@ export interface Found {
   readonly unwalked: readonly string[];
   /** The entries the listing saw as regular files (readdir's file type: not links, not FIFOs). */
   readonly regular: ReadonlySet<string>;
+  /** Folders (relative to `base`) holding a name that is not UTF-8: not listed; the load refuses them. */
+  readonly undecodable: readonly string[];
 }
 
 export interface Scope {
@@ -86,7 +89,7 @@ function covers(outer: string, inner: string): boolean {
  * Elsewhere it is listed by path and its real path compared after (a swap and a swap back
  * between the two goes unseen there).
  */
-function listFolder(path: string, real: string): Dirent[] | 'moved' | undefined {
+function listFolder(path: string, real: string): Dirent[] | 'moved' | 'undecodable' | undefined {
   if (PROC_FD) {
     let opened: { fd: number; real: string };
     try {
@@ -96,7 +99,7 @@ function listFolder(path: string, real: string): Dirent[] | 'moved' | undefined 
     }
     try {
       if (opened.real !== real) return 'moved';
-      return readdirSync(procPath(opened.fd), { withFileTypes: true });
+      return decodable(procPath(opened.fd), readdirSync(procPath(opened.fd), { withFileTypes: true }));
     } catch {
       return undefined;
     } finally {
@@ -110,10 +113,20 @@ function listFolder(path: string, real: string): Dirent[] | 'moved' | undefined 
     return undefined;
   }
   try {
-    return realpathSync.native(path) === real ? dirents : 'moved';
+    return realpathSync.native(path) === real ? decodable(path, dirents) : 'moved';
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The listing, or 'undecodable' when a name in the folder is not UTF-8: Node shows each such
+ * byte as U+FFFD, so such a name cannot be opened by the name Node gives, and two names can show
+ * alike (`\xff.yaml` and a real `\ufffd.yaml` are one entry). Asked only when a name shows U+FFFD.
+ */
+function decodable(folder: string, dirents: Dirent[]): Dirent[] | 'undecodable' {
+  if (!dirents.some((d) => d.name.includes('\ufffd'))) return dirents;
+  return readdirSync(folder, { encoding: 'buffer' }).every((name) => isUtf8(name)) ? dirents : 'undecodable';
 }
 
 function skipped(name: string): boolean {
@@ -126,6 +139,7 @@ export function findCandidates(opts: FindOptions): Found {
   const entries = new Set<string>();
   const regular = new Set<string>();
   const unwalked = new Set<string>();
+  const undecodable = new Set<string>();
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
   const mayFollow = (real: string): boolean => opts.followExternalSymlinks || isInside(opts.realRoot, real);
@@ -148,6 +162,10 @@ export function findCandidates(opts: FindOptions): Found {
         if (!excluded(rel)) unwalked.add(rel);
         return;
       }
+      if (listed === 'undecodable') {
+        undecodable.add(rel);
+        return;
+      }
       if (listed === undefined) return; // unreadable or gone: as before, nothing to list there
       const dirents = listed;
       dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -155,11 +173,7 @@ export function findCandidates(opts: FindOptions): Found {
         if (skipped(d.name)) continue;
         const path = join2(rel, d.name);
         if (d.isDirectory()) {
-          // A name that is not UTF-8 (Node shows its bytes as U+FFFD) cannot be opened by the name
-          // Node gives: reported (reading it says why), never skipped without a word.
-          if (depth > 1 && d.name.includes('\ufffd')) {
-            if (!excluded(path)) unwalked.add(path);
-          } else if (depth > 1) walk(path, join(real, d.name), depth - 1);
+          if (depth > 1) walk(path, join(real, d.name), depth - 1);
         } else if (d.isSymbolicLink()) {
           pending.push({ path, depth });
         } else {
@@ -209,5 +223,5 @@ export function findCandidates(opts: FindOptions): Found {
     walk(scope.dir, real, scope.depth);
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth);
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort() };
 }

@@ -193,6 +193,11 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
     }
   }
   const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks });
+  if (found.undecodable.length > 0) {
+    const folder = found.undecodable[0]!;
+    const shown = displayPath(config, toPosix(relative(config.dir, join(base, folder))) || '.');
+    throw new UserError(`${shown}: this folder holds a name that is not valid UTF-8 (shown with U+FFFD), which dus-sync cannot open by name or tell apart from another: rename it with UTF-8 characters${found.undecodable.length > 1 ? ` (${found.undecodable.length - 1} more folders hold such names)` : ''}`);
+  }
   const same = base === config.dir;
   const fromDir = (p: string): string => (same && isPlainRelative(p) ? p : toPosix(relative(config.dir, join(base, p))));
   // Links to folders that were not walked are listed too, so that reading them reports why.

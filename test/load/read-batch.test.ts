@@ -142,20 +142,28 @@ describe('paths the kernel holds as bytes that are not UTF-8', () => {
     expect(result.issues.map((i) => i.message).join('\n')).toMatch(/outside the repository folder/);
   });
 
-  it('a file or folder inside whose name is not UTF-8 is an issue naming it, never skipped without a word', async () => {
-    const base = join(dir, 'u8-inside');
-    const root = join(base, 'repo');
-    mkdirSync(join(root, 'tenants'), { recursive: true });
-    writeFileSync(join(root, 'dus-sync.yaml'), 'tenants:\n  acme: {}\n');
-    writeFileSync(join(root, 'tenants', 'in.yaml'), fw('2.0.0'));
-    const folder = Buffer.concat([Buffer.from(`${root}/tenants/d`), Buffer.from([0xfe])]);
-    mkdirSync(folder);
-    writeFileSync(Buffer.concat([folder, Buffer.from('/in.yaml')]), fw('3.0.0'));
-    writeFileSync(Buffer.concat([Buffer.from(`${root}/tenants/f`), Buffer.from([0xfd]), Buffer.from('.yaml')]), fw('4.0.0'));
-    const config: ResolvedConfig = { dir: root, file: join(root, 'dus-sync.yaml'), defaultTenant: 'acme', tenants: { acme: {} }, safety: {}, watchIntervalMs: 300_000, suspend: false };
-    const { result } = await loadAssembled(config);
-    expect(result.desired.firmwares.map((f) => f.spec.version_number)).toEqual(['2.0.0']);
-    const named = result.issues.filter((i) => /not valid UTF-8/.test(i.message)).map((i) => i.file.replace(/^.*\/tenants\//, ''));
-    expect(named.sort()).toEqual(['d\ufffd', 'f\ufffd.yaml']);
+  it('a folder holding a name that is not UTF-8 is refused naming it, never skipped without a word; a real U+FFFD name is read', async () => {
+    const make = (name: string, entries: (Buffer | string)[]): ResolvedConfig => {
+      const root = join(dir, name, 'repo');
+      mkdirSync(join(root, 'tenants'), { recursive: true });
+      writeFileSync(join(root, 'dus-sync.yaml'), 'tenants:\n  acme: {}\n');
+      writeFileSync(join(root, 'tenants', 'ok.yaml'), fw('1.0.0'));
+      entries.forEach((e, i) => writeFileSync(Buffer.concat([Buffer.from(`${root}/tenants/`), Buffer.from(e)]), fw(`2.0.${i}`)));
+      return { dir: root, file: join(root, 'dus-sync.yaml'), defaultTenant: 'acme', tenants: { acme: {} }, safety: {}, watchIntervalMs: 300_000, suspend: false };
+    };
+    // <FF>.yaml beside a real U+FFFD.yaml: both show as "\ufffd.yaml", and one was silently dropped.
+    const collide = make('u8-collide', [Buffer.from([0xff, 0x2e, 0x79, 0x61, 0x6d, 0x6c]), '\ufffd.yaml']);
+    await expect(loadAssembled(collide)).rejects.toThrow(/tenants: this folder holds a name that is not valid UTF-8.*rename it/);
+    // A folder so named, deeper: the folder that holds it is named.
+    const deep = make('u8-deep', []);
+    const sub = Buffer.concat([Buffer.from(`${deep.dir}/tenants/d`), Buffer.from([0xfe])]);
+    mkdirSync(sub);
+    writeFileSync(Buffer.concat([sub, Buffer.from('/in.yaml')]), fw('3.0.0'));
+    await expect(loadAssembled(deep)).rejects.toThrow(/tenants: this folder holds a name that is not valid UTF-8/);
+    // A name holding U+FFFD as valid UTF-8 is only a name.
+    const real = make('u8-real', ['\ufffd.yaml']);
+    const { result } = await loadAssembled(real);
+    expect(result.issues).toEqual([]);
+    expect(result.desired.firmwares.map((f) => f.spec.version_number).sort()).toEqual(['1.0.0', '2.0.0']);
   });
 });
