@@ -291,7 +291,7 @@ export function createReconcilePass(opts: PassOptions): { pass: ReconcilePass; c
     const hit = cache.get(path);
     if (st && hit && hit.stamp === stampOf(st)) return hit.parsed;
     const got: { stat?: FileStamp } = {};
-    const file = readParsedFile(config, path, undefined, false, got);
+    const file = readParsedFile(config, path, got);
     // Kept only when the file read (its fstat) is the one the path led to when statted: a read
     // that went elsewhere (a folder on the way swapped for a link meanwhile) is not kept as this
     // path's, so the next pass reads it again instead of trusting it until the file changes.

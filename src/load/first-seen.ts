@@ -13,6 +13,9 @@
 /** Slots a lookup walks from the key's home slot before it asks the overflow Map. */
 export const MAX_PROBES = 32;
 
+/** Slots of a new table (a power of two; doubled when half are taken). */
+const INITIAL_SLOTS = 64;
+
 /** A seeded 32-bit hash of a string (a multiply-xorshift per character, then a final mix). */
 export type KeyHash = (key: string, seed: number) => number;
 
@@ -41,14 +44,12 @@ export class FirstSeen {
   private readonly seed: number;
   private readonly hash: KeyHash;
 
-  /** `hash` and `seed` are for tests (collisions on purpose); by default a random seed per table. */
-  constructor(opts: { hash?: KeyHash; seed?: number; capacity?: number } = {}) {
+  /** `hash` is for tests (collisions on purpose); the seed is random per table. */
+  constructor(opts: { hash?: KeyHash } = {}) {
     this.hash = opts.hash ?? seededHash;
-    this.seed = opts.seed ?? ((Math.random() * 0x100000000) | 0);
-    let capacity = 64;
-    while (capacity < (opts.capacity ?? 0) * 2) capacity *= 2;
-    this.slots = new Int32Array(capacity * 2);
-    this.mask = capacity - 1;
+    this.seed = (Math.random() * 0x100000000) | 0;
+    this.slots = new Int32Array(2 * INITIAL_SLOTS);
+    this.mask = INITIAL_SLOTS - 1;
   }
 
   get size(): number {

@@ -16,7 +16,7 @@ import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates, scopesOf } from './find.js';
 import { FirstSeen } from './first-seen.js';
-import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, type FileStamp, type FolderCache, type ReadResult } from './read-file.js';
+import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 import { tenantFold } from '../tenant.js';
@@ -669,8 +669,7 @@ export async function eachParsedFile(config: ResolvedConfig, onFile: (file: Pars
   let list = paths;
   let regular: ReadonlySet<string> | undefined;
   if (list === undefined) ({ paths: list, regular } = await listWithTypes(config));
-  const root = repositoryRoot(config);
-  const policy = readPolicy(config);
+  const base = readOptions(config, repositoryRoot(config));
   // The last folder read stays open for the next file in it (closed at the end of the load).
   const folders: FolderCache = {};
   // Files are read a few at a time before they are parsed: where their folder is (it must still
@@ -705,7 +704,7 @@ export async function eachParsedFile(config: ResolvedConfig, onFile: (file: Pars
         flush();
         batchDir = dir;
       }
-      const read = readRegularFile(abs, { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks, listedRegular: regular?.has(path) === true, folders, deferFolderCheck: true });
+      const read = readRegularFile(abs, { ...base, listedRegular: regular?.has(path) === true, folders, deferFolderCheck: true });
       batch.push({ path, read });
       if (read.ok) batchBytes += read.text.length;
     }
@@ -766,11 +765,16 @@ const TURN_MS = 4;
  * link that leaves the repository unless --follow-external-symlinks; anything else becomes an
  * issue at the file's first line, never a hang or an exception.
  */
-export function readParsedFile(config: ResolvedConfig, path: string, root = repositoryRoot(config), listedRegular = false, got?: { stat?: FileStamp }, folders?: FolderCache, parse: ParseOptions = {}): ParsedFile {
-  const policy = readPolicy(config);
-  const read = readRegularFile(join(config.dir, path), { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks, listedRegular, ...(folders ? { folders } : {}) });
+export function readParsedFile(config: ResolvedConfig, path: string, got?: { stat?: FileStamp }): ParsedFile {
+  const read = readRegularFile(join(config.dir, path), readOptions(config, repositoryRoot(config)));
   if (got !== undefined && read.ok && read.stat !== undefined) got.stat = read.stat;
-  return parsedRead(config, path, read, parse);
+  return parsedRead(config, path, read, {});
+}
+
+/** How a desired-state file of this config is read: the size limit, the repository, the link rule. */
+function readOptions(config: ResolvedConfig, root: string): ReadOptions {
+  const policy = readPolicy(config);
+  return { maxBytes: policy.maxFileBytes, root, followExternalSymlinks: policy.followExternalSymlinks };
 }
 
 /** A file's read, parsed; a refused read is an issue at the file's first line. */

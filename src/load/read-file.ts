@@ -40,7 +40,7 @@ export interface ReadOptions {
  */
 export interface FolderCache {
   path?: string; fd?: number; real?: string;
-  /** Whether the open folder may be read from (folderAllowed), decided once for its files. */
+  /** Whether the open folder is inside the repository, decided once for its files. */
   allowed?: boolean;
   /** The repository folder `allowed` was decided for. */
   root?: string;
@@ -69,7 +69,7 @@ function checkUnconfirmed(c: FolderCache): void {
     c.movedOut ??= `the file's folder could not be checked (${codeOf(err)}); run again once the files stop changing`;
     return;
   }
-  if (now !== c.real && !folderAllowed(c.root!, now)) c.movedOut ??= outsideMessage(now, c.root!);
+  if (now !== c.real && !isInside(c.root!, now)) c.movedOut ??= outsideMessage(now, c.root!);
 }
 
 /**
@@ -124,20 +124,13 @@ function folderOf(path: string, cache: FolderCache | undefined, root: string): {
     closeSync(fd);
     return undefined;
   }
-  const allowed = folderAllowed(root, real);
+  // Decided once per folder (a glob that climbs out is refused before anything is listed, and
+  // --follow-external-symlinks reads without these checks).
+  const allowed = isInside(root, real);
   if (cache === undefined) return { fd, real, owned: true, allowed };
   closeFolderCache(cache);
   cache.path = dir; cache.fd = fd; cache.real = real; cache.allowed = allowed; cache.root = root;
   return { fd, real, owned: false, allowed };
-}
-
-/**
- * Whether files may be read from the folder named `dir`, open at `real`: inside the repository.
- * (A glob that climbs out of it is refused before anything is listed, unless
- * --follow-external-symlinks, which reads without these checks.) Decided once per folder.
- */
-function folderAllowed(root: string, real: string): boolean {
-  return isInside(root, real);
 }
 
 /** What identifies the file a read read: its fstat, not a stat of the path taken before or after. */
@@ -323,7 +316,7 @@ function openInFolder(path: string, opts: ReadOptions): { fd: number; deferred: 
       closeSync(fd);
       throw err;
     }
-    if (now !== folder.real && !folderAllowed(root, now)) {
+    if (now !== folder.real && !isInside(root, now)) {
       closeSync(fd);
       throw outside(now);
     }
