@@ -1,24 +1,39 @@
-// The one-shot commands lower TurboFan's inlining budget (src/cli/short-run.ts); watch and the
-// emulator, which run for days, keep V8's default; a budget on the command line is kept.
+// The one-shot commands lower TurboFan's inlining budget and how far the heap grows between full
+// collections (src/cli/short-run.ts); watch and the emulator, which run for days, keep V8's
+// defaults; a value chosen on the command line is kept.
 import type * as V8 from 'node:v8';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 const set = vi.fn();
 vi.mock('node:v8', async (original) => ({ ...(await original<typeof V8>()), setFlagsFromString: (f: string) => set(f) }));
 
-const { SHORT_RUN_INLINING_BUDGET, tuneForShortRun } = await import('../../src/cli/short-run.js');
+const { SHORT_RUN_HEAP_GROWING_PERCENT, SHORT_RUN_INLINING_BUDGET, tuneForShortRun } = await import('../../src/cli/short-run.js');
 
 describe('V8 tuning for a short run', () => {
   beforeEach(() => set.mockClear());
 
-  it('sets the inlining budget', () => {
+  it('sets the inlining budget and the heap growing factor', () => {
     tuneForShortRun([]);
-    expect(set).toHaveBeenCalledWith(`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`);
+    expect(set.mock.calls).toEqual([
+      [`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`],
+      [`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`],
+    ]);
   });
 
-  it('keeps a budget chosen on the command line', () => {
+  it('keeps a value chosen on the command line, flag by flag', () => {
     tuneForShortRun(['--max-inlined-bytecode-size-cumulative=920']);
+    expect(set.mock.calls).toEqual([[`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`]]);
+    set.mockClear();
+    tuneForShortRun(['--heap-growing-percent=400']);
+    expect(set.mock.calls).toEqual([[`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`]]);
+    set.mockClear();
+    tuneForShortRun(['--heap-growing-percent=400', '--max-inlined-bytecode-size-cumulative=920']);
     expect(set).not.toHaveBeenCalled();
+  });
+
+  it('does not take a flag that only begins the same for the one chosen', () => {
+    tuneForShortRun(['--heap-growing-percentage-x=1']);
+    expect(set).toHaveBeenCalledWith(`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`);
   });
 
   it('is asked for by every command but watch and the emulator', async () => {
