@@ -182,14 +182,20 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   if (ambiguousPath(realRoot) && followExternalSymlinks !== true) {
     throw new UserError(`the repository folder ${printable(realRoot)} has a name holding U+FFFD, which is also how bytes that are not UTF-8 are shown: dus-sync cannot tell which folders are inside it, so it reads none; move or rename it to a path without such characters (or pass --follow-external-symlinks, which reads outside the repository too)`);
   }
+  // `..` after the glob's fixed part (`{../x}/*.yaml`, `*/../y/*.yaml`) matches nothing that a
+  // walk down from the fixed part lists: such a glob read the repository's own x/, or nothing,
+  // silently; whatever the flags, it is refused, saying where `..` may go.
+  const upInGlob = patterns.find((p) => climbsInGlob(p.startsWith('!') ? p.slice(1) : p));
+  if (upInGlob !== undefined) {
+    throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(upInGlob)} holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob's fixed part): write ".." only at its start, as in "../x/*.yaml", or name the folders without it`);
+  }
   if (followExternalSymlinks !== true) {
     // The config is the repository's own: a change to it must not make dus-sync read (and quote,
     // in its issues) files elsewhere on the machine, as a link out may not (Argo CD and kustomize
     // keep to the repository's root the same way).
     const out = patterns.find((p) => !p.startsWith('!') && scopesOf([p]).some((s) => !isInside(realRoot, join(realRoot, s.dir))));
     if (out !== undefined) {
-      const shown = config.file ? displayPath(config, relative(config.dir, config.file)) : 'the config';
-      throw new UserError(`${shown}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)}; dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: move those files into the repository, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
+      throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)}; dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: move those files into the repository, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
     }
   }
   const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks });
@@ -788,4 +794,16 @@ function parsedRead(config: ResolvedConfig, path: string, read: ReadResult, pars
 
 export async function loadDesiredState(config: ResolvedConfig, filter?: LoadFilter): Promise<LoadResult> {
   return assemble(await readParsedFiles(config), config, filter);
+}
+
+/** How an issue names the config file: as given, relative to the working folder when inside it. */
+function configShown(config: ResolvedConfig): string {
+  return config.file ? displayPath(config, relative(config.dir, config.file)) : 'the config';
+}
+
+/** A glob whose part after its fixed folder holds a `..` segment, in a brace, an extglob or between slashes. */
+export function climbsInGlob(pattern: string): boolean {
+  const scan = picomatch.scan(pattern);
+  if (!scan.isGlob) return false;
+  return scan.glob.split(/[/{},()|]/).some((segment) => segment === '..');
 }
