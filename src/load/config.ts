@@ -1,4 +1,5 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
+import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } from '../api/limits.js';
@@ -12,7 +13,7 @@ import { isEnvName, registerKeysOfRawConfig } from './keys.js';
 import { holdsWholeKey, redact } from '../redact.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
-import { readRegularFile } from './read-file.js';
+import { isInside, printable, readRegularFile } from './read-file.js';
 import { folderAsConfig } from './config-source.js';
 import { cleanConfigValue } from './config-fast-path.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource } from './yaml-source.js';
@@ -83,7 +84,7 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   if (file === undefined && opts.dir === undefined && !singleTenantEnv(opts.env)) {
     throw new UserError(noConfigMessage(resolve(opts.cwd), found.top));
   }
-  const read = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes, opts.env) : undefined;
+  const read = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes, opts.env, reading.followExternalSymlinks) : undefined;
   const raw = read?.config;
   const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
 
@@ -228,10 +229,19 @@ function shownPath(file: string, cwd: string): string {
 }
 
 /** Reads and validates dus-sync.yaml; every problem becomes an issue of one ConfigError. With where each path of it was written. */
-async function readConfigFile(file: string, cwd: string, maxBytes: number, env: NodeJS.ProcessEnv): Promise<{ config: Config; position: Position }> {
+async function readConfigFile(file: string, cwd: string, maxBytes: number, env: NodeJS.ProcessEnv, followExternalSymlinks: boolean): Promise<{ config: Config; position: Position }> {
   const shown = shownPath(file, cwd);
-  // The config may be a link (a Kubernetes ConfigMap mounts links): it names the repository, so
-  // it may live anywhere; but it must be a regular file of sane size like any other.
+  // The config may be a link within its folder (a Kubernetes ConfigMap mounts links to
+  // ..data/); it must be a regular file of sane size like any other. A link out of its folder is
+  // refused unless the operator says otherwise: dus-sync.yaml is the repository's own, so a pull
+  // request could make it one, and have another file of the machine read as the config (its
+  // values quoted in issues, its base_url used).
+  if (!followExternalSymlinks) {
+    const out = linkOutOfFolder(file);
+    if (out !== undefined) {
+      throw one(shown, `this config file is a link to ${printable(out)}, outside the folder that holds it: the config belongs to the repository, and a change to it must not make dus-sync read other files of the machine it runs on; put the file itself there (a link within the folder is read), or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1)`);
+    }
+  }
   const read = readRegularFile(file, { maxBytes });
   if (!read.ok) throw folderAsConfig(file, shown) ?? one(shown, read.message);
   const text = read.text;
@@ -472,4 +482,18 @@ function intervalIssues(config: Config, position: Position): ConfigIssue[] {
 
 function one(file: string, message: string): ConfigError {
   return new ConfigError([{ file, line: 1, column: 1, pointer: '', message }]);
+}
+
+/** Where `file` leads when it is a link whose target is outside the folder holding it (real paths compared), else undefined. */
+function linkOutOfFolder(file: string): string | undefined {
+  try {
+    if (!lstatSync(file).isSymbolicLink()) return undefined;
+    const real = realpathSync.native(file);
+    // Not a regular file (a device, a FIFO, a folder): the read's own sentence says so.
+    if (!statSync(real).isFile()) return undefined;
+    return isInside(realpathSync.native(dirname(file)), real) ? undefined : real;
+  } catch {
+    // A dangling link or a race: the read that follows says what it finds.
+    return undefined;
+  }
 }

@@ -16,6 +16,7 @@ import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates, scopesOf } from './find.js';
 import { FirstSeen } from './first-seen.js';
+import { globOf, globProblem, isExclusion } from './resource-globs.js';
 import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
@@ -121,7 +122,7 @@ export function resourceScope(config: ResolvedConfig): ResourceScope {
   const inside = rel === '' || (!rel.startsWith('../') && rel !== '..' && !isAbsolute(rel));
   // Only exclusions ("!archive/**") exclude from the default: every YAML file.
   const globs = config.resources ?? [];
-  const own = globs.length === 0 ? undefined : globs.some((g) => !g.startsWith('!')) ? globs : [...DEFAULT_GLOBS, ...globs];
+  const own = globs.length === 0 ? undefined : globs.some((g) => !isExclusion(g)) ? globs : [...DEFAULT_GLOBS, ...globs];
   if (!inside) return { base: config.dir, patterns: DEFAULT_GLOBS, under: '', fromConfig: false };
   return { base: folder, patterns: own ?? DEFAULT_GLOBS, under: rel, fromConfig: own !== undefined };
 }
@@ -140,8 +141,8 @@ function repositoryRoot(config: ResolvedConfig): string {
 export function selectResourcePaths(paths: readonly string[], config: ResolvedConfig): string[] {
   const { base, patterns, under } = resourceScope(config);
   // picomatch ORs a list of patterns, so a negation in it would match everything: split them.
-  const positives = patterns.filter((p) => !p.startsWith('!'));
-  const negatives = patterns.filter((p) => p.startsWith('!')).map((p) => p.slice(1));
+  const positives = patterns.filter((p) => !isExclusion(p));
+  const negatives = patterns.filter(isExclusion).map(globOf);
   const included = picomatch(positives.length > 0 ? positives : [...DEFAULT_GLOBS], { dot: false });
   const excluded = negatives.length > 0 ? picomatch(negatives, { dot: false }) : () => false;
   const match = (path: string): boolean => included(path) && !excluded(path) && (under === '' || path.startsWith(`${under}/`));
@@ -182,18 +183,17 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   if (ambiguousPath(realRoot) && followExternalSymlinks !== true) {
     throw new UserError(`the repository folder ${printable(realRoot)} has a name holding U+FFFD, which is also how bytes that are not UTF-8 are shown: dus-sync cannot tell which folders are inside it, so it reads none; move or rename it to a path without such characters (or pass --follow-external-symlinks, which reads outside the repository too)`);
   }
-  // `..` after the glob's fixed part (`{../x}/*.yaml`, `*/../y/*.yaml`) matches nothing that a
-  // walk down from the fixed part lists: such a glob read the repository's own x/, or nothing,
-  // silently; whatever the flags, it is refused, saying where `..` may go.
-  const upInGlob = patterns.find((p) => climbsInGlob(p.startsWith('!') ? p.slice(1) : p));
-  if (upInGlob !== undefined) {
-    throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(upInGlob)} holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob's fixed part): write ".." only at its start, as in "../x/*.yaml", or name the folders without it`);
+  // A glob that would read other files than it names (src/load/resource-globs.ts) is refused,
+  // whatever the flags, saying how to write it.
+  for (const p of config.resources ?? []) {
+    const problem = globProblem(p);
+    if (problem !== undefined) throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(shortGlob(p))} ${problem}`);
   }
   if (followExternalSymlinks !== true) {
     // The config is the repository's own: a change to it must not make dus-sync read (and quote,
     // in its issues) files elsewhere on the machine, as a link out may not (Argo CD and kustomize
     // keep to the repository's root the same way).
-    const out = patterns.find((p) => !p.startsWith('!') && scopesOf([p]).some((s) => !isInside(realRoot, join(realRoot, s.dir))));
+    const out = patterns.find((p) => !isExclusion(p) && scopesOf([p]).some((s) => !isInside(realRoot, join(realRoot, s.dir))));
     if (out !== undefined) {
       throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)}; dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: move those files into the repository, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
     }
@@ -801,9 +801,7 @@ function configShown(config: ResolvedConfig): string {
   return config.file ? displayPath(config, relative(config.dir, config.file)) : 'the config';
 }
 
-/** A glob whose part after its fixed folder holds a `..` segment, in a brace, an extglob or between slashes. */
-export function climbsInGlob(pattern: string): boolean {
-  const scan = picomatch.scan(pattern);
-  if (!scan.isGlob) return false;
-  return scan.glob.split(/[/{},()|]/).some((segment) => segment === '..');
+/** A glob as quoted in a sentence: at most 200 characters of it. */
+export function shortGlob(glob: string): string {
+  return glob.length > 200 ? `${glob.slice(0, 200)}…` : glob;
 }

@@ -2,6 +2,8 @@
 // `resources`; a glob that climbs out of the repository (`../../home/ci/.config/*.yaml`) read
 // those files and quoted their values in issues. Such a glob is refused at once, as a link out
 // is, unless --follow-external-symlinks (Argo CD and kustomize keep to the repository the same way).
+import { execFileSync } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, treesRemovedAfterAll } from '../e2e/helpers.js';
@@ -63,7 +65,7 @@ describe('a resources glob holding ".." after its fixed part', () => {
   }
 
   it('a ".." in the fixed part, or inside a bracket class, is not this refusal', async () => {
-    const { climbsInGlob } = await import('../../src/load/index.js');
+    const { climbsInGlob } = await import('../../src/load/resource-globs.js');
     expect(climbsInGlob('../x/*.yaml')).toBe(false);
     expect(climbsInGlob('tenants/../tenants/*.yaml')).toBe(false);
     expect(climbsInGlob('x/[..]/a.yaml')).toBe(false);
@@ -71,5 +73,115 @@ describe('a resources glob holding ".." after its fixed part', () => {
     expect(climbsInGlob('tenants/{a,b}/..yaml')).toBe(false);
     expect(climbsInGlob('tenants/{a,..}/*.yaml')).toBe(true);
     expect(climbsInGlob('**/../*.yaml')).toBe(true);
+  });
+});
+
+// The same breaker's second round: globs that read other files than they name, silently.
+const config = (globs: string[]) => `apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: {}\nresources: ${JSON.stringify(globs)}\n`;
+
+describe('resources globs written other than plainly', () => {
+  const cases: [string, RegExp][] = [
+    ['tenants/../x/*.yaml', /names its folders in a form that no listed path has \(".."\), so it would match no file: write it as "x\/\*\.yaml"/],
+    ['x/./*.yaml', /\("\."\), so it would match no file: write it as "x\/\*\.yaml"/],
+    ['x//*.yaml', /\("\/\/"\), so it would match no file: write it as "x\/\*\.yaml"/],
+    ['/x/*.yaml', /is an absolute path; resources globs are relative to the folder of dus-sync\.yaml/],
+    ['x/*.yaml/', /ends with "\/", so it would match folders, never a file/],
+    ['x/inrepo.yaml/', /ends with "\/"/],
+    [`x/${'a'.repeat(70000)}*.yaml`, /is 70008 characters long; a resources glob may be at most 4096/],
+  ];
+  for (const [glob, message] of cases) {
+    it(`${glob.slice(0, 40)}: refused, saying how to write it`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', glob]), 'tenants/a.yaml': firmware('1.0.0'), 'x/inrepo.yaml': firmware('2.0.0') });
+      const r = await runCli(['validate'], { cwd: repo });
+      expect(r.code).toBe(1);
+      expect(r.stdout + r.stderr).toMatch(/dus-sync\.yaml: the resources glob "/);
+      expect(r.stdout + r.stderr).toMatch(message);
+      expect((r.stdout + r.stderr).length).toBeLessThan(1200);
+      expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+
+  it('./x/*.yaml, ../repo/x/*.yaml and x/*.yaml read x/', async () => {
+    for (const glob of ['./x/*.yaml', 'x/*.yaml']) {
+      const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', glob]), 'tenants/a.yaml': firmware('1.0.0'), 'x/inrepo.yaml': firmware('2.0.0') });
+      const r = await runCli(['validate'], { cwd: repo });
+      expect([glob, r.code, r.stdout]).toEqual([glob, 0, expect.stringContaining('2 files, 2 documents: valid')]);
+    }
+  });
+
+  // A file the glob must not reach is invalid: read, it would be an issue.
+  const invalid = 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: 7 }\n';
+
+  it('!(tenants)/*.yaml is a glob (anything but tenants, one level down), not an exclusion', async () => {
+    const repo = tree({
+      'dus-sync.yaml': config(['!(tenants)/*.yaml']),
+      'tenants/a.yaml': invalid, 'x/one.yaml': firmware('2.0.0'), 'x/deep/d.yaml': invalid, 'root.yaml': invalid,
+    });
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('!tenants/b.yaml is still an exclusion', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/*.yaml', '!tenants/b.yaml']), 'tenants/a.yaml': firmware('1.0.0'), 'tenants/b.yaml': invalid });
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('diff --base: a base commit whose config has such a glob is named in a warning, its files not read by it', async () => {
+    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
+    for (const glob of ['{../x}/*.yaml', '../../x/*.yaml', 'tenants/../x/*.yaml']) {
+      const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', glob]), 'tenants/a.yaml': firmware('1.0.0'), 'x/f.yaml': firmware('2.0.0') });
+      git(repo, 'init', '-q'); git(repo, 'add', '-A'); git(repo, 'commit', '-q', '-m', 'base');
+      writeFileSync(join(repo, 'dus-sync.yaml'), config(['tenants/**/*.yaml']));
+      const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+      expect(r.stderr).toContain(`the config file at the base ref has the resources glob ${JSON.stringify(glob)}, which `);
+      expect(r.stderr).toContain('the working one is used for both sides');
+      // Both sides read tenants/ only: no difference, and x/f.yaml is not "no longer managed".
+      expect(r.stdout + r.stderr).not.toContain('2.0.0');
+      expect(r.code).toBe(0);
+    }
+  });
+});
+
+// The breaker's first finding of that round: dus-sync.yaml made a link to a file elsewhere on the
+// machine had that file read as the config, its values quoted (a tenant name in an issue).
+describe('dus-sync.yaml as a link', () => {
+  const secretConfig = 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: s3cr3t-token-outside\ntenants:\n  s3cr3t-token-outside: {}\n';
+  const twice = `${firmware('1.0.0', 's3cr3t-token-outside')}---\n${firmware('1.0.0', 's3cr3t-token-outside')}`;
+
+  it('out of its folder: refused with one sentence, nothing of the file shown', async () => {
+    const top = tree({ 'outside/cfg.yaml': secretConfig, 'repo/tenants/b.yaml': twice });
+    symlinkSync(join(top, 'outside/cfg.yaml'), join(top, 'repo/dus-sync.yaml'));
+    for (const args of [['validate'], ['validate', '--format', 'json'], ['plan']]) {
+      const r = await runCli(args, { cwd: join(top, 'repo'), env: { DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined, DUS_BASE_URL: 'http://127.0.0.1:9' } });
+      expect(r.code).toBe(1);
+      const out = r.stdout + r.stderr;
+      expect(out).toMatch(/dus-sync\.yaml(:1:1: |",\s+"line": 1,[^]*"message": ")this config file is a link to .*outside\/cfg\.yaml, outside the folder that holds it: .*--follow-external-symlinks/);
+      expect(out.replace(/outside\/cfg\.yaml/g, '')).not.toContain('s3cr3t');
+      expect(out).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('out of its folder, relative: refused too', async () => {
+    const top = tree({ 'outside/cfg.yaml': secretConfig, 'repo/tenants/b.yaml': twice });
+    symlinkSync('../outside/cfg.yaml', join(top, 'repo/dus-sync.yaml'));
+    const r = await runCli(['validate'], { cwd: join(top, 'repo'), env: { DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined } });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toContain('this config file is a link to');
+  });
+
+  it('within its folder (as a Kubernetes ConfigMap mounts it): read', async () => {
+    const top = tree({ 'repo/..data/dus-sync.yaml': config(['tenants/**/*.yaml']), 'repo/tenants/a.yaml': firmware('1.0.0') });
+    symlinkSync('..data/dus-sync.yaml', join(top, 'repo/dus-sync.yaml'));
+    const r = await runCli(['validate'], { cwd: join(top, 'repo'), env: { DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined } });
+    expect([r.code, r.stdout]).toEqual([0, expect.stringContaining('1 file, 1 document: valid')]);
+  });
+
+  it('out of its folder with --follow-external-symlinks, which the operator passes: read', async () => {
+    const top = tree({ 'outside/cfg.yaml': secretConfig, 'repo/tenants/b.yaml': twice });
+    symlinkSync(join(top, 'outside/cfg.yaml'), join(top, 'repo/dus-sync.yaml'));
+    const r = await runCli(['validate', '--follow-external-symlinks'], { cwd: join(top, 'repo') });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toContain('is defined twice');
   });
 });

@@ -1,0 +1,67 @@
+// Pure: what makes a `resources` glob read other files than the ones it names. The walk lists
+// folders down from a glob's fixed part (src/load/find.ts) and picomatch matches the paths it
+// lists as they are written, so a glob must name its folders plainly: breakers found globs that
+// read the repository's own x/ in place of ../x (`{../x}/*.yaml`), read nothing without a word
+// (`tenants/../x/*.yaml`, `x//*.yaml`, `/x/*.yaml`, `x/*.yaml/`), or were taken for an exclusion
+// (`!(tenants)/*.yaml`, picomatch's "anything but tenants").
+import picomatch from 'picomatch';
+
+/** Longer globs are refused (picomatch's own limit is 65,536 characters, with a message naming no file). */
+export const MAX_GLOB_LENGTH = 4096;
+
+/** An exclusion (`!archive/**`), not a negated extglob (`!(archive)/*.yaml`, which is a positive glob). */
+export function isExclusion(pattern: string): boolean {
+  return pattern.startsWith('!') && !pattern.startsWith('!(');
+}
+
+/** The glob without its leading `!` when it is an exclusion. */
+export function globOf(pattern: string): string {
+  return isExclusion(pattern) ? pattern.slice(1) : pattern;
+}
+
+/** A glob whose part after its fixed folder holds a `..` segment, in a brace, an extglob or between slashes. */
+export function climbsInGlob(pattern: string): boolean {
+  const scan = picomatch.scan(globOf(pattern));
+  if (!scan.isGlob) return false;
+  return scan.glob.split(/[/{},()|]/).some((segment) => segment === '..');
+}
+
+/**
+ * Why `pattern` (a `resources` entry) would read other files than it names, as the end of a
+ * sentence that starts with the glob, or undefined when it is plain. `..` may start a glob
+ * (whether it may leave the repository is decided elsewhere, with the real paths).
+ */
+export function globProblem(pattern: string): string | undefined {
+  if (pattern.length > MAX_GLOB_LENGTH) {
+    return `is ${pattern.length} characters long; a resources glob may be at most ${MAX_GLOB_LENGTH}: name fewer files in one glob`;
+  }
+  const glob = globOf(pattern);
+  if (climbsInGlob(glob)) {
+    return 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part): write ".." only at its start, as in "../x/*.yaml", or name the folders without it';
+  }
+  if (glob.startsWith('/')) return 'is an absolute path; resources globs are relative to the folder of dus-sync.yaml: write it from there';
+  if (glob.endsWith('/')) return 'ends with "/", so it would match folders, never a file: drop the "/"';
+  const scan = picomatch.scan(glob);
+  const fixed = scan.isGlob ? scan.base : glob.slice(scan.prefix.length);
+  const segments = fixed === '' ? [] : fixed.split('/');
+  let climbing = true;
+  for (const s of segments) {
+    if (s === '..' && climbing) continue;
+    climbing = false;
+    if (s === '' || s === '.' || s === '..') {
+      return `names its folders in a form that no listed path has ("${s === '' ? '//' : s}"), so it would match no file: write it as ${JSON.stringify(plainForm(glob))}`;
+    }
+  }
+  return undefined;
+}
+
+/** `glob` with `.` and empty segments dropped and `x/..` pairs folded, leading `..` kept. */
+function plainForm(glob: string): string {
+  const out: string[] = [];
+  for (const s of glob.split('/')) {
+    if (s === '' || s === '.') continue;
+    if (s === '..' && out.length > 0 && out[out.length - 1] !== '..') out.pop();
+    else out.push(s);
+  }
+  return out.join('/');
+}
