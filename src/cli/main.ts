@@ -85,7 +85,7 @@ export function buildProgram(): Command {
     .option('--insecure-http', 'allow http:// to a host that is not loopback')
     .option('--ca-file <file>', 'trust this PEM CA bundle as well (private CAs)')
     .option('--max-file-size <size>', `refuse desired-state files larger than this, ${formatSize(MAX_FILE_SIZE.min)} to ${formatSize(MAX_FILE_SIZE.max)} (default ${formatSize(MAX_FILE_SIZE.default)}; env DUS_MAX_FILE_SIZE)`, ranged(checkSize, '--max-file-size', MAX_FILE_SIZE))
-    .option('--follow-external-symlinks', 'read files outside the config\'s folder: through symbolic links that leave it, and resources globs that climb out of it (env DUS_FOLLOW_EXTERNAL_SYMLINKS=1)')
+    .option('--follow-external-symlinks', 'read files outside the config\'s folder: through symbolic links that leave it (dus-sync.yaml, --dir or --config as a link out too), and resources globs that climb out of it (env DUS_FOLLOW_EXTERNAL_SYMLINKS=1)')
     .option('--max-response-size <size>', 'read at most this much of one API answer (default 32MiB; api.max_response_size)', bounded(checkedMaxResponseSize, '--max-response-size'))
     .option('--request-timeout <duration>', 'deadline for the headers and whole body of one API request (default 60s; api.request_timeout)', bounded(checkedRequestTimeout, '--request-timeout'))
     .option('--fetch-timeout <duration>', 'deadline for reading the whole live state of a run, every page and action (default 10m; api.fetch_timeout)', bounded(checkedFetchTimeout, '--fetch-timeout'))

@@ -79,6 +79,20 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   // DUS_API_KEY and DUS_API_KEY_*: known to redaction before anything can go wrong.
   registerKeysOfRawConfig(undefined, undefined, opts.env);
   const reading = readPolicyFromEnv(opts.env);
+  if (!reading.followExternalSymlinks) {
+    // A path named inside the working folder (`--dir tenants`, `--config cfg/dus-sync.yaml`) is
+    // the repository's: a pull request can make a folder on it a link, and the config searched
+    // for from there, or the files below it, would be another folder's of the machine. A path
+    // named outside it is the operator's choice, and read.
+    const envConfig = envValue(opts.env, 'DUS_CONFIG');
+    for (const [named, what] of [[opts.dir, '--dir'], [opts.config, '--config'], [opts.config === undefined ? envConfig : undefined, 'DUS_CONFIG']] as const) {
+      if (named === undefined) continue;
+      const out = leavesThroughLink(opts.cwd, named);
+      if (out !== undefined) {
+        throw new UserError(`${what} ${named} leads through a symbolic link to ${printable(out)}, outside the working folder it is named in: dus-sync reads only the repository, and a link in it must not lead dus-sync to other files of the machine; name the real folder, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1)`);
+      }
+    }
+  }
   const found = await findConfigFile(opts);
   const file = found.file;
   if (file === undefined && opts.dir === undefined && !singleTenantEnv(opts.env)) {
@@ -494,6 +508,22 @@ function linkOutOfFolder(file: string): string | undefined {
     return isInside(realpathSync.native(dirname(file)), real) ? undefined : real;
   } catch {
     // A dangling link or a race: the read that follows says what it finds.
+    return undefined;
+  }
+}
+
+/**
+ * Where `named` (relative to `cwd`) really is when it is named inside `cwd` but a link on its way
+ * leads out of it (real paths compared), else undefined (also when it does not exist yet: the
+ * read that follows says so).
+ */
+function leavesThroughLink(cwd: string, named: string): string | undefined {
+  const abs = resolve(cwd, named);
+  if (!isInside(resolve(cwd), abs)) return undefined;
+  try {
+    const real = realpathSync.native(abs);
+    return isInside(realpathSync.native(cwd), real) ? undefined : real;
+  } catch {
     return undefined;
   }
 }

@@ -48,7 +48,8 @@ export interface Scope {
 export function scopesOf(patterns: readonly string[], under = ''): Scope[] {
   const scopes: Scope[] = [];
   for (const p of patterns) {
-    const scan = picomatch.scan(p);
+    // Unescaped: `v\[1\]/*.yaml` walks the folder `v[1]`, as picomatch matches it.
+    const scan = picomatch.scan(p, { unescape: true });
     if (scan.negated) continue;
     if (!scan.isGlob) {
       const dir = dirname(scan.base);

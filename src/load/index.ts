@@ -195,7 +195,7 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
     // keep to the repository's root the same way).
     const out = patterns.find((p) => !isExclusion(p) && scopesOf([p]).some((s) => !isInside(realRoot, join(realRoot, s.dir))));
     if (out !== undefined) {
-      throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)}; dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: move those files into the repository, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
+      throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)} (the folder of the config file); dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: keep dus-sync.yaml in a folder that holds the files (the top of the repository), or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
     }
   }
   const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks });

@@ -36,6 +36,7 @@ export function globProblem(pattern: string): string | undefined {
     return `is ${pattern.length} characters long; a resources glob may be at most ${MAX_GLOB_LENGTH}: name fewer files in one glob`;
   }
   const glob = globOf(pattern);
+  if (glob === '') return 'is an exclusion of nothing: write the files to exclude after the "!", as in "!archive/**"';
   if (climbsInGlob(glob)) {
     return 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part): write ".." only at its start, as in "../x/*.yaml", or name the folders without it';
   }
@@ -50,6 +51,21 @@ export function globProblem(pattern: string): string | undefined {
     climbing = false;
     if (s === '' || s === '.' || s === '..') {
       return `names its folders in a form that no listed path has ("${s === '' ? '//' : s}"), so it would match no file: write it as ${JSON.stringify(plainForm(glob))}`;
+    }
+  }
+  // The same after the first wildcard or brace: a `.` segment (`sub/*/./*.yaml`, `{./a,b}/*.yaml`) or `//`.
+  const rest = scan.isGlob ? scan.glob : '';
+  const dot = /(?:^|[/{,(|])\.(?=$|[/},)|])/.exec(rest);
+  if (dot !== null || rest.includes('//')) {
+    return `names its folders in a form that no listed path has ("${dot !== null ? '.' : '//'}" after its first wildcard or brace), so that part would match no file: write each folder plainly`;
+  }
+  // A name without wildcards and without an extension is most likely a folder (the gitignore
+  // habit, `!archive`), which matches no file here.
+  if (!scan.isGlob) {
+    const last = glob.slice(glob.lastIndexOf('/') + 1);
+    if (!last.includes('.')) {
+      const folder = glob.replace(/^\.\//, '');
+      return `names no file (a folder, by its look: globs here match files, not folders): write ${JSON.stringify(`${isExclusion(pattern) ? '!' : ''}${folder}/**`)} for everything below it`;
     }
   }
   return undefined;

@@ -185,3 +185,79 @@ describe('dus-sync.yaml as a link', () => {
     expect(r.stdout + r.stderr).toContain('is defined twice');
   });
 });
+
+// A third breaker round, against the fixes above.
+describe('paths and globs that a pull request can bend, round three', () => {
+  const invalid = 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: 7 }\n';
+  const secretConfig = 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: s3cr3t-token-outside\ntenants:\n  s3cr3t-token-outside: {}\n';
+
+  for (const [flag, named] of [['--dir', 'tenants'], ['--config', 'tenants/dus-sync.yaml']] as const) {
+    it(`${flag} ${named}, a folder the repository made a link out: refused, nothing of it read`, async () => {
+      const top = tree({ 'outside/dus-sync.yaml': secretConfig, 'outside/secret.yaml': firmware('9.9.9', 's3cr3t-token-outside'), 'repo/dus-sync.yaml': config(['tenants/*.yaml']) });
+      symlinkSync('../outside', join(top, 'repo/tenants'));
+      for (const args of [['validate'], ['plan']]) {
+        const r = await runCli([flag, named, ...args], { cwd: join(top, 'repo'), env: { DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined, DUS_CONFIG: undefined, DUS_BASE_URL: 'http://127.0.0.1:9' } });
+        expect(r.code).toBe(1);
+        const out = r.stdout + r.stderr;
+        expect(out).toContain(`${flag} ${named} leads through a symbolic link to `);
+        expect(out).toContain('--follow-external-symlinks');
+        expect(out).not.toContain('s3cr3t');
+        expect(out).not.toMatch(/\n\s+at /);
+      }
+      // The operator's flag reads it.
+      const r = await runCli([flag, named, '--follow-external-symlinks', 'validate'], { cwd: join(top, 'repo'), env: { DUS_CONFIG: undefined } });
+      expect(r.stdout + r.stderr).not.toContain('leads through a symbolic link');
+    });
+  }
+
+  it('--dir naming a folder outside the working folder is the operator\'s choice: read', async () => {
+    const top = tree({ 'elsewhere/a.yaml': firmware('1.0.0'), 'repo/dus-sync.yaml': config(['tenants/*.yaml']) });
+    const r = await runCli(['--dir', join(top, 'elsewhere'), 'validate'], { cwd: join(top, 'repo'), env: { DUS_CONFIG: undefined, DUS_TENANT: 'acme' } });
+    expect(r.stdout + r.stderr).not.toContain('leads through a symbolic link');
+  });
+
+  it('--dir through a link that stays inside the repository: read', async () => {
+    const top = tree({ 'repo/dus-sync.yaml': config(['tenants/**/*.yaml']), 'repo/tenants/real/a.yaml': firmware('1.0.0') });
+    symlinkSync('real', join(top, 'repo/tenants/acme'));
+    const r = await runCli(['--dir', 'tenants/acme', 'validate'], { cwd: join(top, 'repo'), env: { DUS_CONFIG: undefined } });
+    expect(r.stdout + r.stderr).not.toContain('leads through a symbolic link');
+  });
+
+  const cases: [string, RegExp][] = [
+    ['sub/*/./*.yaml', /"\." after its first wildcard or brace\), so that part would match no file: write each folder plainly/],
+    ['sub/*//*.yaml', /"\/\/" after its first wildcard or brace\)/],
+    ['sub/**/./*.yaml', /"\." after its first wildcard or brace\)/],
+    ['{sub/deep/./*.yaml,x/*.yaml}', /"\." after its first wildcard or brace\)/],
+    ['{./sub/deep,x}/*.yaml', /"\." after its first wildcard or brace\)/],
+    ['!archive', /names no file \(a folder, by its look: globs here match files, not folders\): write "!archive\/\*\*" for everything below it/],
+    ['tenants', /names no file .*write "tenants\/\*\*"/],
+    ['!', /is an exclusion of nothing: write the files to exclude after the "!"/],
+  ];
+  for (const [glob, message] of cases) {
+    it(`${glob}: refused with one sentence`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config(['tenants/*.yaml', glob]), 'tenants/a.yaml': firmware('1.0.0'), 'sub/deep/bad.yaml': invalid, 'x/bad.yaml': invalid, 'archive/bad.yaml': firmware('3.0.0') });
+      const r = await runCli(['validate'], { cwd: repo });
+      expect(r.code).toBe(1);
+      expect(r.stdout + r.stderr).toContain(`dus-sync.yaml: the resources glob ${JSON.stringify(glob)} `);
+      expect(r.stdout + r.stderr).toMatch(message);
+      expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+
+  it('an escaped glob walks the folder it names: v\\[1\\]/*.yaml reads v[1]/', async () => {
+    const repo = tree({ 'dus-sync.yaml': "apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: {}\nresources: ['tenants/*.yaml', 'v\\[1\\]/*.yaml']\n", 'tenants/a.yaml': firmware('1.0.0'), 'v[1]/b.yaml': invalid });
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('v[1]/b.yaml:4:');
+  });
+
+  it('diff --base: a base config holding "!" is a warning, not picomatch\'s error', async () => {
+    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/*.yaml', '!']), 'tenants/a.yaml': firmware('1.0.0') });
+    git(repo, 'init', '-q'); git(repo, 'add', '-A'); git(repo, 'commit', '-q', '-m', 'base');
+    writeFileSync(join(repo, 'dus-sync.yaml'), config(['tenants/*.yaml']));
+    const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+    expect(r.stderr).toContain('the config file at the base ref has the resources glob "!", which is an exclusion of nothing');
+    expect(r.code).toBe(0);
+  });
+});
