@@ -1,7 +1,7 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } from '../api/limits.js';
 import { baseUrlFault, baseUrlFaultMessage, type BaseUrlFault } from '../api/url.js';
 import { ConfigError, UserError, type ConfigIssue } from '../errors.js';
@@ -513,17 +513,29 @@ function linkOutOfFolder(file: string): string | undefined {
 }
 
 /**
- * Where `named` (relative to `cwd`) really is when it is named inside `cwd` but a link on its way
- * leads out of it (real paths compared), else undefined (also when it does not exist yet: the
- * read that follows says so).
+ * Where a link on the way to `named` (relative to `cwd`) leads, when `named` is named inside
+ * `cwd` and that link leads out of the folder holding it (real paths compared), else undefined
+ * (also when a part does not exist: the read that follows says so). Each link is held to its own
+ * folder: with the working folder above the checkout (`--dir repo/tenants`), a link
+ * `repo/tenants -> ../other` stays inside the working folder but leaves the repository.
  */
 function leavesThroughLink(cwd: string, named: string): string | undefined {
-  const abs = resolve(cwd, named);
-  if (!isInside(resolve(cwd), abs)) return undefined;
+  const top = resolve(cwd);
+  const abs = resolve(top, named);
+  if (!isInside(top, abs)) return undefined;
+  const rel = relative(top, abs);
+  let at = top;
   try {
-    const real = realpathSync.native(abs);
-    return isInside(realpathSync.native(cwd), real) ? undefined : real;
+    for (const part of rel === '' ? [] : rel.split(sep)) {
+      const next = join(at, part);
+      if (lstatSync(next).isSymbolicLink()) {
+        const real = realpathSync.native(next);
+        if (!isInside(realpathSync.native(at), real)) return real;
+      }
+      at = next;
+    }
   } catch {
     return undefined;
   }
+  return undefined;
 }

@@ -57,7 +57,9 @@ export function scopesOf(patterns: readonly string[], under = ''): Scope[] {
       continue;
     }
     // Every '/' of the glob part may be one level (a brace or extglob may hold fewer): never too shallow.
-    scopes.push({ dir: scan.base, depth: scan.glob.includes('**') ? Infinity : scan.glob.split('/').length });
+    // An extglob holding a '/' (`+(*/)*.yaml`) repeats folders: any depth.
+    const anyDepth = scan.glob.includes('**') || (scan.isExtglob && /\([^]*\//.test(scan.glob));
+    scopes.push({ dir: scan.base, depth: anyDepth ? Infinity : scan.glob.split('/').length });
   }
   if (under !== '') return foldScopes(scopes.flatMap((s) => clip(s, under)));
   return foldScopes(scopes);

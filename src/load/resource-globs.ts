@@ -23,8 +23,16 @@ export function globOf(pattern: string): string {
 export function climbsInGlob(pattern: string): boolean {
   const scan = picomatch.scan(globOf(pattern));
   if (!scan.isGlob) return false;
-  return scan.glob.split(/[/{},()|]/).some((segment) => segment === '..');
+  return unescaped(scan.glob).split(/[/{},()|]/).some((segment) => segment === '..');
 }
+
+/** The text with picomatch's backslash escapes removed (`\.\.` is `..` to the walk). */
+function unescaped(text: string): string {
+  return text.replace(/\\(.)/g, '$1');
+}
+
+/** Most `*` wildcards in one name of a glob: picomatch's regex backtracks, and with more, a long name takes minutes. */
+export const MAX_STARS_IN_A_NAME = 2;
 
 /**
  * Why `pattern` (a `resources` entry) would read other files than it names, as the end of a
@@ -37,24 +45,36 @@ export function globProblem(pattern: string): string | undefined {
   }
   const glob = globOf(pattern);
   if (glob === '') return 'is an exclusion of nothing: write the files to exclude after the "!", as in "!archive/**"';
+  if (isExclusion(pattern) && isExclusion(glob)) return 'starts with more than one "!", which picomatch and dus-sync read differently: write one "!" to exclude, none to include';
+  for (const name of glob.split('/')) {
+    const stars = name === '**' ? 0 : name.split('*').length - 1;
+    if (stars > MAX_STARS_IN_A_NAME) {
+      return `has ${stars} "*" in one name ("${name.slice(0, 60)}"); with more than ${MAX_STARS_IN_A_NAME}, matching a long file name can take minutes (each one more multiplies the work): use at most ${MAX_STARS_IN_A_NAME} in a name`;
+    }
+    const plain = unescaped(name);
+    if (plain === 'node_modules' || (plain.startsWith('.') && plain !== '.' && plain !== '..')) {
+      return `names "${plain.slice(0, 60)}", ${plain === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do): move the files out of it`;
+    }
+  }
   if (climbsInGlob(glob)) {
     return 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part): write ".." only at its start, as in "../x/*.yaml", or name the folders without it';
   }
   if (glob.startsWith('/')) return 'is an absolute path; resources globs are relative to the folder of dus-sync.yaml: write it from there';
   if (glob.endsWith('/')) return 'ends with "/", so it would match folders, never a file: drop the "/"';
-  const scan = picomatch.scan(glob);
-  const fixed = scan.isGlob ? scan.base : glob.slice(scan.prefix.length);
+  // As the walk reads it: escapes removed (`y/\./*.yaml` is `y/./*.yaml`).
+  const scan = picomatch.scan(glob, { unescape: true });
+  const fixed = scan.isGlob ? scan.base : unescaped(glob.slice(scan.prefix.length));
   const segments = fixed === '' ? [] : fixed.split('/');
   let climbing = true;
   for (const s of segments) {
     if (s === '..' && climbing) continue;
     climbing = false;
     if (s === '' || s === '.' || s === '..') {
-      return `names its folders in a form that no listed path has ("${s === '' ? '//' : s}"), so it would match no file: write it as ${JSON.stringify(plainForm(glob))}`;
+      return `names its folders in a form that no listed path has ("${s === '' ? '//' : s}"), so it would match no file: write it as ${JSON.stringify(scan.isGlob ? [plainForm(fixed), scan.glob].filter((x) => x !== '').join('/') : plainForm(fixed))}`;
     }
   }
   // The same after the first wildcard or brace: a `.` segment (`sub/*/./*.yaml`, `{./a,b}/*.yaml`) or `//`.
-  const rest = scan.isGlob ? scan.glob : '';
+  const rest = scan.isGlob ? unescaped(scan.glob) : '';
   const dot = /(?:^|[/{,(|])\.(?=$|[/},)|])/.exec(rest);
   if (dot !== null || rest.includes('//')) {
     return `names its folders in a form that no listed path has ("${dot !== null ? '.' : '//'}" after its first wildcard or brace), so that part would match no file: write each folder plainly`;

@@ -261,3 +261,70 @@ describe('paths and globs that a pull request can bend, round three', () => {
     expect(r.code).toBe(0);
   });
 });
+
+// A fourth breaker round.
+describe('paths and globs that a pull request can bend, round four', () => {
+  const invalid = 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: 7 }\n';
+  const secretConfig = 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: s3cr3t-token-outside\ntenants:\n  s3cr3t-token-outside: {}\nresources: ["*.yaml"]\n';
+
+  it('a glob of many "*" against long names (a hang: minutes of regex backtracking) is refused before anything is matched', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/*.yaml', 'tenants/*a*a*a*a*a*a*b.yaml']), 'tenants/ok.yaml': firmware('1.0.0'), [`tenants/${'a'.repeat(200)}.yml`]: '' });
+    const r = await runCli(['validate'], { cwd: repo, timeoutMs: 20_000 });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/the resources glob "tenants\/\*a\*a\*a\*a\*a\*a\*b\.yaml" has 7 "\*" in one name .*use at most 2 in a name/);
+  });
+
+  it('two "*" in a name and "**" folders are plain', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*-prod*.yaml']), 'tenants/a/x-prod-1.yaml': firmware('1.0.0') });
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('--dir repo/tenants from a working folder above the checkout, tenants a link out of it: refused', async () => {
+    const top = tree({ 'w/repo/dus-sync.yaml': config(['tenants/*.yaml']), 'w/other/dus-sync.yaml': secretConfig, 'w/other/secret.yaml': firmware('9.9.9', 's3cr3t-token-outside') });
+    symlinkSync('../other', join(top, 'w/repo/tenants'));
+    for (const [flag, named] of [['--dir', 'repo/tenants'], ['--config', 'repo/tenants/dus-sync.yaml']]) {
+      const r = await runCli([flag!, named!, 'validate'], { cwd: join(top, 'w'), env: { DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined, DUS_CONFIG: undefined } });
+      expect(r.code).toBe(1);
+      expect(r.stdout + r.stderr).toContain(`${flag} ${named} leads through a symbolic link to `);
+      expect(r.stdout + r.stderr).not.toContain('s3cr3t');
+    }
+  });
+
+  it('a git-sync layout (current -> rev-abc beside it) and a ConfigMap\'s ..data are read', async () => {
+    const top = tree({ 'x/rev-abc/dus-sync.yaml': config(['tenants/**/*.yaml']), 'x/rev-abc/tenants/acme/a.yaml': firmware('1.0.0') });
+    symlinkSync('rev-abc', join(top, 'x/current'));
+    const r = await runCli(['--dir', 'current/tenants/acme', 'validate'], { cwd: join(top, 'x'), env: { DUS_CONFIG: undefined } });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+    const r2 = await runCli(['--config', 'current/dus-sync.yaml', 'validate'], { cwd: join(top, 'x'), env: { DUS_CONFIG: undefined } });
+    expect([r2.code, r2.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('an extglob repeating folders walks every depth: +(*/)*.yaml reads a/b/c/deep.yaml', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['+(*/)*.yaml']), 'a/x.yaml': firmware('1.0.0'), 'a/b/c/deep.yaml': invalid });
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('a/b/c/deep.yaml:4:');
+  });
+
+  const cases: [string, RegExp][] = [
+    ['x/\\.\\./y/*.yaml', /names its folders in a form that no listed path has \(".."\).*write it as "y\/\*\.yaml"/],
+    ['y/\\./*.yaml', /\("\."\), so it would match no file/],
+    ['\\./y/*.yaml', /\("\."\), so it would match no file/],
+    ['*/\\.\\./y/*.yaml', /holds ".." after its first wildcard or brace/],
+    ['.dus/*.yaml', /names "\.dus", a dot-file or dot-folder, which dus-sync never reads .*move the files out of it/],
+    ['tenants/.*.yaml', /names "\.\*\.yaml", a dot-file or dot-folder/],
+    ['config/node_modules/*.yaml', /names "node_modules", a node_modules folder, which dus-sync never reads/],
+    ['!!tenants/skip/**', /starts with more than one "!"/],
+  ];
+  for (const [glob, message] of cases) {
+    it(`${glob}: refused with one sentence`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', glob]), 'tenants/a.yaml': firmware('1.0.0'), 'y/b.yaml': invalid, '.dus/a.yaml': invalid });
+      const r = await runCli(['validate'], { cwd: repo });
+      expect(r.code).toBe(1);
+      expect(r.stdout + r.stderr).toContain(`dus-sync.yaml: the resources glob ${JSON.stringify(glob)} `);
+      expect(r.stdout + r.stderr).toMatch(message);
+      expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+});
