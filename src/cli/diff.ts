@@ -1,7 +1,6 @@
 // `dus-sync diff --base REF`: the desired state at a git ref against the working tree, offline.
 // No key, no base_url, no request: it runs in pull requests from forks that get no secrets.
 // Exit 0 without differences, 2 with, 1 on error (like plan --detailed-exitcode).
-import { posix } from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, UserError } from '../errors.js';
 import { baseInvalidWarning, diffDesired, hasDifferences, type DesiredDiff, type DiffWarning } from '../core/desired-diff.js';
@@ -12,9 +11,7 @@ import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import { loadDesiredState, loadDocuments, selectResourcePaths, shortGlob, type LoadFilter } from '../load/index.js';
-import { scopesOf } from '../load/find.js';
-import { climbsOut } from '../load/read-file.js';
-import { globProblem, isExclusion } from '../load/resource-globs.js';
+import { globProblem, reachesOutside } from '../load/resource-globs.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
 import { paint, useColor, type GlobalOptions } from './context.js';
@@ -41,9 +38,9 @@ export function configAtBase(working: ResolvedConfig, text: string | undefined, 
   // A glob the working tree's load refuses would read other files than it names here too (or
   // none, one that climbs out: a commit holds only the repository): not silently.
   for (const r of resources ?? []) {
-    const problem = globProblem(r) ?? (!isExclusion(r) && scopesOf([r]).some((sc) => climbsOut(posix.normalize(sc.dir))) ? 'reaches outside the repository, where a commit holds no file' : undefined);
-    if (problem !== undefined) {
-      log.warn(`the config file at the base ref has the resources glob ${JSON.stringify(shortGlob(r))}, which ${problem.replace(/:.*$/, '')}; the working one is used for both sides.`);
+    const reason = globProblem(r)?.reason ?? (reachesOutside(r) ? 'reaches outside the repository, where a commit holds no file' : undefined);
+    if (reason !== undefined) {
+      log.warn(`the config file at the base ref has the resources glob ${JSON.stringify(shortGlob(r))}, which ${reason}; the working one is used for both sides.`);
       return working;
     }
   }

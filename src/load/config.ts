@@ -1,5 +1,5 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
-import { lstatSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, realpathSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } from '../api/limits.js';
@@ -89,7 +89,8 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
       if (named === undefined) continue;
       const out = leavesThroughLink(opts.cwd, named);
       if (out !== undefined) {
-        throw new UserError(`${what} ${named} leads through a symbolic link to ${printable(out)}, outside the working folder it is named in: dus-sync reads only the repository, and a link in it must not lead dus-sync to other files of the machine; name the real folder, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1)`);
+        const where = out.checkout ? `the checkout ${printable(out.held)} (it holds .git or dus-sync.yaml)` : `the working folder ${printable(out.held)}`;
+        throw new UserError(`${what} ${named} leads through a symbolic link to ${printable(out.to)}, outside ${where}: dus-sync reads only the repository, and a link in it must not lead dus-sync to other files of the machine; name the real folder, or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1)`);
       }
     }
   }
@@ -498,41 +499,66 @@ function one(file: string, message: string): ConfigError {
   return new ConfigError([{ file, line: 1, column: 1, pointer: '', message }]);
 }
 
-/** Where `file` leads when it is a link whose target is outside the folder holding it (real paths compared), else undefined. */
+/** Where `path` leads when it is a symbolic link whose target (real path) is outside the real folder `holder`, else undefined; throws when it cannot be resolved. */
+function linkLeaving(path: string, holder: string): string | undefined {
+  if (!lstatSync(path).isSymbolicLink()) return undefined;
+  const real = realpathSync.native(path);
+  return isInside(realpathSync.native(holder), real) ? undefined : real;
+}
+
+/** Where `file` leads when it is a link to a regular file outside the folder holding it, else undefined. */
 function linkOutOfFolder(file: string): string | undefined {
   try {
-    if (!lstatSync(file).isSymbolicLink()) return undefined;
-    const real = realpathSync.native(file);
     // Not a regular file (a device, a FIFO, a folder): the read's own sentence says so.
-    if (!statSync(real).isFile()) return undefined;
-    return isInside(realpathSync.native(dirname(file)), real) ? undefined : real;
+    if (!statSync(file).isFile()) return undefined;
+    return linkLeaving(file, dirname(file));
   } catch {
     // A dangling link or a race: the read that follows says what it finds.
     return undefined;
   }
 }
 
+/** A folder that is the top of a checkout: it holds .git (a folder, or a worktree's file) or dus-sync.yaml. */
+function isCheckoutTop(folder: string): boolean {
+  return existsSync(join(folder, '.git')) || existsSync(join(folder, 'dus-sync.yaml'));
+}
+
+/** The nearest folder from `folder` up that holds .git, or undefined. */
+function gitTopAbove(folder: string): string | undefined {
+  for (let dir = folder; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, '.git'))) return dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
 /**
- * Where a link on the way to `named` (relative to `cwd`) leads, when `named` is named inside
- * `cwd` and that link leads out of the folder holding it (real paths compared), else undefined
- * (also when a part does not exist: the read that follows says so). Each link is held to its own
- * folder: with the working folder above the checkout (`--dir repo/tenants`), a link
- * `repo/tenants -> ../other` stays inside the working folder but leaves the repository.
+ * The link on the way to `named` (relative to `cwd`) that leads out of the folder it is held to,
+ * when `named` is named inside `cwd`, else undefined (also when a part does not exist: the read
+ * that follows says so). A link is held to the deepest checkout top above it (a folder holding
+ * .git or dus-sync.yaml, on the way or above the working folder), else to the working folder: with the working folder
+ * above the checkout (`--dir repo/tenants`), a link `repo/tenants -> ../other` stays inside the
+ * working folder but leaves the repository; one that stays in the repository (`a/b -> ../c`,
+ * git-sync's `current -> rev-abc`) is read.
  */
-function leavesThroughLink(cwd: string, named: string): string | undefined {
+function leavesThroughLink(cwd: string, named: string): { readonly to: string; readonly held: string; readonly checkout: boolean } | undefined {
   const top = resolve(cwd);
   const abs = resolve(top, named);
   if (!isInside(top, abs)) return undefined;
   const rel = relative(top, abs);
   let at = top;
+  // A working folder inside a checkout (`repo/envs`) is held to the checkout's top, as git is.
+  let held = gitTopAbove(top) ?? top;
+  let checkout = held !== top || isCheckoutTop(top);
   try {
     for (const part of rel === '' ? [] : rel.split(sep)) {
       const next = join(at, part);
-      if (lstatSync(next).isSymbolicLink()) {
-        const real = realpathSync.native(next);
-        if (!isInside(realpathSync.native(at), real)) return real;
-      }
+      const to = linkLeaving(next, held);
+      if (to !== undefined) return { to, held: realpathSync.native(held), checkout };
       at = next;
+      if (isCheckoutTop(at)) {
+        held = at;
+        checkout = true;
+      }
     }
   } catch {
     return undefined;

@@ -14,10 +14,10 @@ import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadP
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
-import { findCandidates, scopesOf } from './find.js';
+import { findCandidates } from './find.js';
 import { FirstSeen } from './first-seen.js';
-import { globOf, globProblem, isExclusion } from './resource-globs.js';
-import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
+import { globOf, globProblem, isExclusion, reachesOutside } from './resource-globs.js';
+import { ambiguousPath, closeFolderCache, confirmFolder, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 import { tenantFold } from '../tenant.js';
@@ -187,13 +187,13 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   // whatever the flags, saying how to write it.
   for (const p of config.resources ?? []) {
     const problem = globProblem(p);
-    if (problem !== undefined) throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(shortGlob(p))} ${problem}`);
+    if (problem !== undefined) throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(shortGlob(p))} ${problem.reason}: ${problem.advice}`);
   }
   if (followExternalSymlinks !== true) {
     // The config is the repository's own: a change to it must not make dus-sync read (and quote,
     // in its issues) files elsewhere on the machine, as a link out may not (Argo CD and kustomize
     // keep to the repository's root the same way).
-    const out = patterns.find((p) => !isExclusion(p) && scopesOf([p]).some((s) => !isInside(realRoot, join(realRoot, s.dir))));
+    const out = patterns.find(reachesOutside);
     if (out !== undefined) {
       throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)} (the folder of the config file); dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: keep dus-sync.yaml in a folder that holds the files (the top of the repository), or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
     }

@@ -4,6 +4,7 @@
 // read the repository's own x/ in place of ../x (`{../x}/*.yaml`), read nothing without a word
 // (`tenants/../x/*.yaml`, `x//*.yaml`, `/x/*.yaml`, `x/*.yaml/`), or were taken for an exclusion
 // (`!(tenants)/*.yaml`, picomatch's "anything but tenants").
+import { posix } from 'node:path';
 import picomatch from 'picomatch';
 
 /** Longer globs are refused (picomatch's own limit is 65,536 characters, with a message naming no file). */
@@ -31,36 +32,55 @@ function unescaped(text: string): string {
   return text.replace(/\\(.)/g, '$1');
 }
 
+/**
+ * Whether a positive glob's fixed folder climbs above the folder the globs are relative to
+ * (`../x/*.yaml`, `a/../../x/*.yaml`), read from its text alone: the working tree's load and a
+ * base commit's config (`diff --base`) decide it the same way.
+ */
+export function reachesOutside(pattern: string): boolean {
+  if (isExclusion(pattern)) return false;
+  const scan = picomatch.scan(pattern, { unescape: true });
+  const folder = scan.isGlob ? scan.base : posix.dirname(scan.base);
+  const normal = posix.normalize(folder === '' ? '.' : folder);
+  return normal === '..' || normal.startsWith('../') || posix.isAbsolute(normal);
+}
+
 /** Most `*` wildcards in one name of a glob: picomatch's regex backtracks, and with more, a long name takes minutes. */
 export const MAX_STARS_IN_A_NAME = 2;
 
+/** Why a glob is refused (the end of a sentence that starts with the glob), and what to write instead. */
+export interface GlobProblem {
+  readonly reason: string;
+  readonly advice: string;
+}
+
 /**
- * Why `pattern` (a `resources` entry) would read other files than it names, as the end of a
- * sentence that starts with the glob, or undefined when it is plain. `..` may start a glob
+ * Why `pattern` (a `resources` entry) would read other files than it names, or undefined when
+ * it is plain. `..` may start a glob
  * (whether it may leave the repository is decided elsewhere, with the real paths).
  */
-export function globProblem(pattern: string): string | undefined {
+export function globProblem(pattern: string): GlobProblem | undefined {
   if (pattern.length > MAX_GLOB_LENGTH) {
-    return `is ${pattern.length} characters long; a resources glob may be at most ${MAX_GLOB_LENGTH}: name fewer files in one glob`;
+    return { reason: `is ${pattern.length} characters long; a resources glob may be at most ${MAX_GLOB_LENGTH}`, advice: 'name fewer files in one glob' };
   }
   const glob = globOf(pattern);
-  if (glob === '') return 'is an exclusion of nothing: write the files to exclude after the "!", as in "!archive/**"';
-  if (isExclusion(pattern) && isExclusion(glob)) return 'starts with more than one "!", which picomatch and dus-sync read differently: write one "!" to exclude, none to include';
+  if (glob === '') return { reason: 'is an exclusion of nothing', advice: 'write the files to exclude after the "!", as in "!archive/**"' };
+  if (isExclusion(pattern) && isExclusion(glob)) return { reason: 'starts with more than one "!", which picomatch and dus-sync read differently', advice: 'write one "!" to exclude, none to include' };
   for (const name of glob.split('/')) {
     const stars = name === '**' ? 0 : name.split('*').length - 1;
     if (stars > MAX_STARS_IN_A_NAME) {
-      return `has ${stars} "*" in one name ("${name.slice(0, 60)}"); with more than ${MAX_STARS_IN_A_NAME}, matching a long file name can take minutes (each one more multiplies the work): use at most ${MAX_STARS_IN_A_NAME} in a name`;
+      return { reason: `has ${stars} "*" in one name ("${name.slice(0, 60)}"); with more than ${MAX_STARS_IN_A_NAME}, matching a long file name can take minutes (each one more multiplies the work)`, advice: `use at most ${MAX_STARS_IN_A_NAME} in a name` };
     }
     const plain = unescaped(name);
     if (plain === 'node_modules' || (plain.startsWith('.') && plain !== '.' && plain !== '..')) {
-      return `names "${plain.slice(0, 60)}", ${plain === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do): move the files out of it`;
+      return { reason: `names "${plain.slice(0, 60)}", ${plain === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
     }
   }
   if (climbsInGlob(glob)) {
-    return 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part): write ".." only at its start, as in "../x/*.yaml", or name the folders without it';
+    return { reason: 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part)', advice: 'write ".." only at its start, as in "../x/*.yaml", or name the folders without it' };
   }
-  if (glob.startsWith('/')) return 'is an absolute path; resources globs are relative to the folder of dus-sync.yaml: write it from there';
-  if (glob.endsWith('/')) return 'ends with "/", so it would match folders, never a file: drop the "/"';
+  if (glob.startsWith('/')) return { reason: 'is an absolute path; resources globs are relative to the folder of dus-sync.yaml', advice: 'write it from there' };
+  if (glob.endsWith('/')) return { reason: 'ends with "/", so it would match folders, never a file', advice: 'drop the "/"' };
   // As the walk reads it: escapes removed (`y/\./*.yaml` is `y/./*.yaml`).
   const scan = picomatch.scan(glob, { unescape: true });
   const fixed = scan.isGlob ? scan.base : unescaped(glob.slice(scan.prefix.length));
@@ -70,14 +90,14 @@ export function globProblem(pattern: string): string | undefined {
     if (s === '..' && climbing) continue;
     climbing = false;
     if (s === '' || s === '.' || s === '..') {
-      return `names its folders in a form that no listed path has ("${s === '' ? '//' : s}"), so it would match no file: write it as ${JSON.stringify(scan.isGlob ? [plainForm(fixed), scan.glob].filter((x) => x !== '').join('/') : plainForm(fixed))}`;
+      return { reason: `names its folders in a form that no listed path has ("${s === '' ? '//' : s}"), so it would match no file`, advice: `write it as ${JSON.stringify(scan.isGlob ? [plainForm(fixed), scan.glob].filter((x) => x !== '').join('/') : plainForm(fixed))}` };
     }
   }
   // The same after the first wildcard or brace: a `.` segment (`sub/*/./*.yaml`, `{./a,b}/*.yaml`) or `//`.
   const rest = scan.isGlob ? unescaped(scan.glob) : '';
   const dot = /(?:^|[/{,(|])\.(?=$|[/},)|])/.exec(rest);
   if (dot !== null || rest.includes('//')) {
-    return `names its folders in a form that no listed path has ("${dot !== null ? '.' : '//'}" after its first wildcard or brace), so that part would match no file: write each folder plainly`;
+    return { reason: `names its folders in a form that no listed path has ("${dot !== null ? '.' : '//'}" after its first wildcard or brace), so that part would match no file`, advice: 'write each folder plainly' };
   }
   // A name without wildcards and without an extension is most likely a folder (the gitignore
   // habit, `!archive`), which matches no file here.
@@ -85,7 +105,7 @@ export function globProblem(pattern: string): string | undefined {
     const last = glob.slice(glob.lastIndexOf('/') + 1);
     if (!last.includes('.')) {
       const folder = glob.replace(/^\.\//, '');
-      return `names no file (a folder, by its look: globs here match files, not folders): write ${JSON.stringify(`${isExclusion(pattern) ? '!' : ''}${folder}/**`)} for everything below it`;
+      return { reason: 'names no file (a folder, by its look: globs here match files, not folders)', advice: `write ${JSON.stringify(`${isExclusion(pattern) ? '!' : ''}${folder}/**`)} for everything below it` };
     }
   }
   return undefined;

@@ -328,3 +328,49 @@ describe('paths and globs that a pull request can bend, round four', () => {
     });
   }
 });
+
+// A fifth breaker round, and the review after it.
+describe('paths and globs that a pull request can bend, round five', () => {
+  const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
+
+  it('diff --base: the warning gives the whole reason, colons in it included', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/*.yaml', '!archive']), 'tenants/a.yaml': firmware('1.0.0') });
+    git(repo, 'init', '-q'); git(repo, 'add', '-A'); git(repo, 'commit', '-q', '-m', 'base');
+    writeFileSync(join(repo, 'dus-sync.yaml'), config(['tenants/*.yaml']));
+    const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+    expect(r.stderr).toContain('the resources glob "!archive", which names no file (a folder, by its look: globs here match files, not folders); the working one is used for both sides.');
+    expect(r.code).toBe(0);
+  });
+
+  it('--dir through a link that leaves its own folder but stays in the repository: read', async () => {
+    const top = tree({ 'repo/dus-sync.yaml': config(['**/*.yaml']), 'repo/shared/prod/a.yaml': firmware('1.0.0'), 'repo/envs/.keep': '' });
+    symlinkSync('../shared/prod', join(top, 'repo/envs/prod'));
+    const r = await runCli(['--dir', 'envs/prod', 'validate'], { cwd: join(top, 'repo'), env: { DUS_CONFIG: undefined, DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined } });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('a working folder inside a git checkout holds links to its top: read; out of the checkout: refused', async () => {
+    const top = tree({ 'repo/dus-sync.yaml': config(['**/*.yaml']), 'repo/shared/prod/a.yaml': firmware('1.0.0'), 'repo/envs/.keep': '', 'other/secret.yaml': firmware('9.9.9', 's3cr3t-token-outside') });
+    git(join(top, 'repo'), 'init', '-q');
+    symlinkSync('../shared/prod', join(top, 'repo/envs/prod'));
+    symlinkSync('../../other', join(top, 'repo/envs/out'));
+    const env = { DUS_CONFIG: undefined, DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined };
+    const r = await runCli(['--dir', 'prod', 'validate'], { cwd: join(top, 'repo/envs'), env });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+    const out = await runCli(['--dir', 'out', 'validate'], { cwd: join(top, 'repo/envs'), env });
+    expect(out.code).toBe(1);
+    expect(out.stdout + out.stderr).toContain('--dir out leads through a symbolic link to ');
+    expect(out.stdout + out.stderr).toContain('(it holds .git or dus-sync.yaml)');
+    expect(out.stdout + out.stderr).not.toContain('s3cr3t');
+  });
+
+  it('--dir repo/tenants from above a checkout marked by .git alone, tenants a link out of it: refused', async () => {
+    const top = tree({ 'w/repo/cfg/dus-sync.yaml': config(['*.yaml']), 'w/other/secret.yaml': firmware('9.9.9', 's3cr3t-token-outside') });
+    git(join(top, 'w/repo'), 'init', '-q');
+    symlinkSync('../other', join(top, 'w/repo/tenants'));
+    const r = await runCli(['--dir', 'repo/tenants', 'validate'], { cwd: join(top, 'w'), env: { DUS_CONFIG: undefined, DUS_FOLLOW_EXTERNAL_SYMLINKS: undefined, DUS_TENANT: 'acme' } });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toContain('--dir repo/tenants leads through a symbolic link to ');
+    expect(r.stdout + r.stderr).not.toContain('s3cr3t');
+  });
+});
