@@ -12,6 +12,7 @@ import { isUtf8 } from 'node:buffer';
 import { closeSync, readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import { dirname, join } from 'node:path';
 import picomatch from 'picomatch';
+import { globMatcher } from './glob-match.js';
 import { globOf, isExclusion } from './resource-globs.js';
 import { isInside, openFolder, PROC_FD, procPath } from './read-file.js';
 
@@ -139,7 +140,7 @@ function skipped(name: string): boolean {
 
 export function findCandidates(opts: FindOptions): Found {
   const negatives = opts.patterns.filter(isExclusion).map(globOf);
-  const excluded = negatives.length > 0 ? picomatch(negatives, { dot: false }) : () => false;
+  const excluded = globMatcher(negatives);
   const entries = new Set<string>();
   const regular = new Set<string>();
   const unwalked = new Set<string>();

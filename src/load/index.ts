@@ -4,7 +4,6 @@
 import { realpathSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
-import picomatch from 'picomatch';
 import { isAlias, visit, type Document } from 'yaml';
 import type { ConfigIssue } from '../errors.js';
 import { UserError } from '../errors.js';
@@ -15,6 +14,7 @@ import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, sem
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
+import { globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
 import { globOf, globProblem, isExclusion, reachesOutside } from './resource-globs.js';
 import { ambiguousPath, closeFolderCache, confirmFolder, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
@@ -137,14 +137,28 @@ function repositoryRoot(config: ResolvedConfig): string {
   }
 }
 
+const matchers = new Map<string, (path: string) => boolean>();
+
+/** The bounded matcher of `globs` (src/load/glob-match.ts), kept: watch asks for one file at a time. */
+function matcherOf(globs: readonly string[]): (path: string) => boolean {
+  const key = JSON.stringify(globs);
+  let m = matchers.get(key);
+  if (m === undefined) {
+    if (matchers.size >= 16) matchers.clear();
+    m = globMatcher(globs);
+    matchers.set(key, m);
+  }
+  return m;
+}
+
 /** Pure: the files among `paths` (relative to config.dir) that are desired-state files. */
 export function selectResourcePaths(paths: readonly string[], config: ResolvedConfig): string[] {
   const { base, patterns, under } = resourceScope(config);
-  // picomatch ORs a list of patterns, so a negation in it would match everything: split them.
+  // A list of globs is ORed, so a negation in it would match everything: split them.
   const positives = patterns.filter((p) => !isExclusion(p));
   const negatives = patterns.filter(isExclusion).map(globOf);
-  const included = picomatch(positives.length > 0 ? positives : [...DEFAULT_GLOBS], { dot: false });
-  const excluded = negatives.length > 0 ? picomatch(negatives, { dot: false }) : () => false;
+  const included = matcherOf(positives.length > 0 ? positives : [...DEFAULT_GLOBS]);
+  const excluded = matcherOf(negatives);
   const match = (path: string): boolean => included(path) && !excluded(path) && (under === '' || path.startsWith(`${under}/`));
   const configRel = config.file ? toPosix(relative(config.dir, config.file)) : undefined;
   const out = new Set<string>();

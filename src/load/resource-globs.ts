@@ -6,6 +6,7 @@
 // (`!(tenants)/*.yaml`, picomatch's "anything but tenants").
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
+import { globRegExp, hasLookaround } from './glob-match.js';
 
 /** Longer globs are refused (picomatch's own limit is 65,536 characters, with a message naming no file). */
 export const MAX_GLOB_LENGTH = 4096;
@@ -45,8 +46,31 @@ export function reachesOutside(pattern: string): boolean {
   return normal === '..' || normal.startsWith('../') || posix.isAbsolute(normal);
 }
 
-/** Most `*` wildcards in one name of a glob: picomatch's regex backtracks, and with more, a long name takes minutes. */
-export const MAX_STARS_IN_A_NAME = 2;
+/**
+ * Why a glob's matcher could still backtrack for long, or undefined. Matchers without lookarounds
+ * are bounded (src/load/glob-match.ts: V8 falls back to its linear engine); what keeps one is a
+ * negated extglob (`!(archive)`). Such a glob is bounded when its negations are of plain names and
+ * the rest holds no braces, no other extglob, at most two `*` in a name and one `**`: then
+ * picomatch's backtracking is polynomial in a name's length, and names are short.
+ */
+function unbounded(glob: string): string | undefined {
+  let re: RegExp;
+  try {
+    re = globRegExp(glob);
+  } catch {
+    return undefined; // picomatch's own refusal comes with the match; nothing is slow about it.
+  }
+  if (!hasLookaround(re)) return undefined;
+  const bodies = [...glob.matchAll(/!\(([^()]*)\)/g)].map((m) => m[1]!);
+  const plain = bodies.length === glob.split('!(').length - 1 && bodies.every((b) => /^[\w.-]+(?:\|[\w.-]+)*$/.test(b));
+  const rest = glob.replace(/!\([^()]*\)/g, 'x');
+  const stars = Math.max(...rest.split('/').map((n) => (n === '**' ? 0 : n.split('*').length - 1)));
+  if (plain && !/[{}()]/.test(rest) && stars <= MAX_STARS_IN_A_NAME && rest.split('**').length <= 2) return undefined;
+  return 'holds a negated extglob "!(…)" of wildcards, or one beside braces, other extglobs, more than two "*" in a name or more than one "**"; only a backtracking matcher can match that, and against a long file name it can take minutes';
+}
+
+/** Most `*` in one name beside a negated extglob (see unbounded). */
+const MAX_STARS_IN_A_NAME = 2;
 
 /** Why a glob is refused (the end of a sentence that starts with the glob), and what to write instead. */
 export interface GlobProblem {
@@ -67,15 +91,20 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (glob === '') return { reason: 'is an exclusion of nothing', advice: 'write the files to exclude after the "!", as in "!archive/**"' };
   if (isExclusion(pattern) && isExclusion(glob)) return { reason: 'starts with more than one "!", which picomatch and dus-sync read differently', advice: 'write one "!" to exclude, none to include' };
   for (const name of glob.split('/')) {
-    const stars = name === '**' ? 0 : name.split('*').length - 1;
-    if (stars > MAX_STARS_IN_A_NAME) {
-      return { reason: `has ${stars} "*" in one name ("${name.slice(0, 60)}"); with more than ${MAX_STARS_IN_A_NAME}, matching a long file name can take minutes (each one more multiplies the work)`, advice: `use at most ${MAX_STARS_IN_A_NAME} in a name` };
-    }
     const plain = unescaped(name);
     if (plain === 'node_modules' || (plain.startsWith('.') && plain !== '.' && plain !== '..')) {
       return { reason: `names "${plain.slice(0, 60)}", ${plain === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
     }
   }
+  // The same named inside a brace or an extglob at the start of a name (`{.dus,tenants}/*.yaml`).
+  for (const group of unescaped(glob).matchAll(/(?:^|\/)[@!+*?]?[({]([^(){}]*)[)}]/g)) {
+    const dotted = group[1]!.split(/[,|]/).find((alt) => alt.startsWith('.') && alt !== '.' && alt !== '..' && !alt.startsWith('./') && !alt.startsWith('../'));
+    if (dotted !== undefined) {
+      return { reason: `names "${dotted.slice(0, 60)}" in a brace or extglob, a dot-file or dot-folder, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
+    }
+  }
+  const slow = unbounded(glob);
+  if (slow !== undefined) return { reason: slow, advice: 'name what to leave out in a separate exclusion, as in "!archive/**", or write the negation of plain names ("!(archive|old)/*.yaml")' };
   if (climbsInGlob(glob)) {
     return { reason: 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part)', advice: 'write ".." only at its start, as in "../x/*.yaml", or name the folders without it' };
   }

@@ -1,0 +1,70 @@
+// The bounded matchers agree with picomatch on every listed path, and end on the globs that made
+// picomatch's backtrack for minutes (src/load/glob-match.ts).
+import { spawnSync } from 'node:child_process';
+import fc from 'fast-check';
+import picomatch from 'picomatch';
+import { describe, expect, it } from 'vitest';
+import { globMatcher, globRegExp, hasLookaround } from '../../src/load/glob-match.js';
+
+// A small alphabet, so that the globs' letters (a, b, x) match often.
+const name = fc.oneof({ arbitrary: fc.stringMatching(/^[abx]{1,3}(\.(yaml|yml))?$/), weight: 4 }, fc.stringMatching(/^[a-z0-9_-]{1,6}(\.(yaml|yml))?$/));
+const wild = ['*', '**', '*.yaml', '*.{yaml,yml}', '?', '[a-m]*', '@(a|b)', '+(a|b)*', '*(x)*.yml', '!(a)', '!(a|b)*', '{a,b}', 'a*b*', '+(*/)', '*[a-c]', '*?', '?*', '*[!a]*', '{a,*}', '@(a|*)', '*+(a)', '{*.yaml,b}', 'a?(b)*', '{a/*,b}', '{a,{b,*}}', 'a**', '**a', '@(a/*|b)', '*(a/)', '[[:alpha:]]*', '\\*a', 'a\\?', '*/**', '**/*', '{**/a,b}', '*(*)', '?(*/)*'];
+const part = fc.oneof(name, fc.constantFrom(...wild));
+// Paths near a glob: each of its parts as a name it may match (a wildcard's letters, its
+// alternatives, none or several names for '**'), or any name.
+const near = (part: string): fc.Arbitrary<string> => {
+  if (!wild.includes(part)) return fc.oneof(fc.constant(part), name);
+  const letters = part.replace(/[^abx.ymlm/]/g, '');
+  return fc.oneof(name, fc.constant(letters === '' || letters === '.' ? 'a' : letters.replace(/\/+$/, '')), fc.array(name, { minLength: 0, maxLength: 2 }).map((ns) => ns.join('/')));
+};
+const climbs = fc.constantFrom('', '', '', '../', '../../');
+const globAndPaths = fc.tuple(climbs, fc.array(part, { minLength: 1, maxLength: 4 })).chain(([up, parts]) => fc.tuple(
+  fc.constant(up + parts.join('/')),
+  fc.array(fc.tuple(fc.oneof(fc.constant(up), climbs), fc.oneof(
+    fc.tuple(...parts.map(near)).map((ns) => ns.filter((n) => n !== '').join('/')),
+    fc.array(name, { minLength: 1, maxLength: 5 }).map((ns) => ns.join('/')),
+    // Paths no listing gives: hostile names from a watch event, say.
+    fc.constantFrom('a/../b.yaml', 'a/./b.yaml', '.a/b.yaml', 'a//b.yaml', 'a/', '..', '.', '', 'a/.b.yaml'),
+  )).map(([u, p]) => u + p), { minLength: 1, maxLength: 20 }),
+));
+
+describe('glob matchers without picomatch\'s guards', () => {
+  it('match what picomatch (dot: false) matches, on listed paths and others', () => {
+    let checked = 0;
+    let matched = 0;
+    fc.assert(fc.property(globAndPaths, ([g, paths]) => {
+      const theirs = picomatch(g, { dot: false });
+      const ours = globMatcher([g]);
+      for (const p of paths) {
+        // A path no listing gives is matched by none; any other as picomatch matches it, but
+        const names = p.split('/');
+        const listed = names.some((n) => n !== '..') && names.slice(names.findIndex((n) => n !== '..')).every((n) => n !== '' && !n.startsWith('.'));
+        // And a wildcard never takes a leading `..` (picomatch's `{a,*}` does).
+        const up = (x: string) => x.split('/').findIndex((n) => n !== '..');
+        expect([g, p, ours(p)]).toEqual([g, p, listed && up(g) === up(p) && theirs(p)]);
+        checked++;
+        if (ours(p)) matched++;
+      }
+    }), { numRuns: Number(process.env.GLOB_RUNS ?? 3000) });
+    // Not a test of non-matches only.
+    expect(matched / checked).toBeGreaterThan(0.04);
+  });
+
+  it('keep no lookaround but for negated extglobs', () => {
+    for (const g of ['tenants/**/*.yaml', '**/*.{yaml,yml}', 'tenants/*-prod*.yaml', '+(*/)*.yaml', '*.y?(a)ml', '**']) expect([g, hasLookaround(globRegExp(g))]).toEqual([g, false]);
+    expect(hasLookaround(globRegExp('!(archive)/*.yaml'))).toBe(true);
+    expect(hasLookaround(globRegExp('tenants/*a*a*a*a*a*a*b.yaml'))).toBe(false);
+  });
+
+  it('end on the globs that backtracked for minutes, with V8\'s fallback on (as the CLI sets it)', () => {
+    const slow = ['tenants/+(*a)b.yaml', `tenants/${'{a,aa}'.repeat(30)}b.yaml`, `tenants/*${'{a,aa}'.repeat(20)}b.yaml`, 'tenants/+([a-z]|[a-z][a-z])b.yaml', 'tenants/*a*a*a*a*a*a*b.yaml'];
+    const code = `
+      require('node:v8').setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
+      const pm = require('picomatch');
+      const sources = ${JSON.stringify(slow.filter((g) => !hasLookaround(globRegExp(g))).map((g) => globRegExp(g).source))};
+      for (const s of sources) new RegExp(s).test('tenants/' + 'a'.repeat(200) + '.yaml');
+      process.stdout.write('done');`;
+    const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20_000, cwd: process.cwd() });
+    expect(r.stdout).toBe('done');
+  });
+});
