@@ -9,6 +9,7 @@
 // trailing '/', so the guards go, and `(?=.)` goes or becomes a `+` where that is the same on such
 // paths (the property test in test/load/glob-match.test.ts holds this against picomatch). What
 // keeps a lookaround is a negated extglob (`!(archive)`): src/load/resource-globs.ts bounds those.
+import { setFlagsFromString } from 'node:v8';
 import picomatch from 'picomatch';
 
 const DOT_GUARDS = ['(?!\\.{1,2}(?:\\/|$))', '(?!(?:^|\\/)\\.{1,2}(?:\\/|$))'];
@@ -58,6 +59,12 @@ export function globRegExp(glob: string): RegExp {
   let at = 0;
   for (let i = source.indexOf(FOLLOWS); i >= 0; i = source.indexOf(FOLLOWS, at)) {
     out += source.slice(at, i);
+    // `\(?=.)` is an escaped '(' made optional (picomatch writes that for `*(**`), not a lookahead.
+    if (/(?:^|[^\\])(?:\\\\)*\\$/.test(out)) {
+      out += '(';
+      at = i + 1;
+      continue;
+    }
     at = i + FOLLOWS.length;
     // After a '/', or at the start: a character follows on every listed path.
     if (out.endsWith('\\/') || out === '^(?:' || out.endsWith(GLOBSTAR_START)) continue;
@@ -77,7 +84,41 @@ export function globRegExp(glob: string): RegExp {
     out += FOLLOWS;
   }
   out += source.slice(at);
-  return new RegExp(out, re.flags);
+  return linear(out, re.flags) ?? new RegExp(out, re.flags);
+}
+
+let linearFlag: boolean | undefined;
+
+/**
+ * The expression compiled for V8's linear engine (flag `l`), or undefined when V8 cannot run it in
+ * linear time (a lookaround, a backreference, repetition nested too deeply) or has no such engine.
+ * The engine's flag is turned on here, once, so that every caller (the CLI, watch, tests) gets it.
+ */
+function linear(source: string, flags: string): RegExp | undefined {
+  if (linearFlag === undefined) {
+    try {
+      setFlagsFromString('--enable-experimental-regexp-engine');
+      // eslint-disable-next-line no-invalid-regexp -- V8's flag for its linear engine, which the line above turns on
+      linearFlag = new RegExp('a', 'l').flags.includes('l');
+    } catch {
+      linearFlag = false;
+    }
+  }
+  if (!linearFlag) return undefined;
+  try {
+    return new RegExp(source, `${flags}l`);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether matching with `re` (a globRegExp) takes time linear in the path's length: compiled for
+ * the linear engine, or, on a V8 without it, free of lookarounds (then V8 falls back to a linear
+ * engine when it backtracks too much, src/cli/short-run.ts).
+ */
+export function isBounded(re: RegExp): boolean {
+  return re.flags.includes('l') || (linearFlag === false && !hasLookaround(re));
 }
 
 /** Whether a regular expression still holds a lookaround (then V8 cannot match it without backtracking). */

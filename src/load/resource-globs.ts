@@ -6,7 +6,7 @@
 // (`!(tenants)/*.yaml`, picomatch's "anything but tenants").
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
-import { globRegExp, hasLookaround } from './glob-match.js';
+import { globRegExp, isBounded } from './glob-match.js';
 
 /** Longer globs are refused (picomatch's own limit is 65,536 characters, with a message naming no file). */
 export const MAX_GLOB_LENGTH = 4096;
@@ -47,26 +47,92 @@ export function reachesOutside(pattern: string): boolean {
 }
 
 /**
- * Why a glob's matcher could still backtrack for long, or undefined. Matchers without lookarounds
- * are bounded (src/load/glob-match.ts: V8 falls back to its linear engine); what keeps one is a
- * negated extglob (`!(archive)`). Such a glob is bounded when its negations are of plain names and
- * the rest holds no braces, no other extglob, at most two `*` in a name and one `**`: then
- * picomatch's backtracking is polynomial in a name's length, and names are short.
+ * Why a glob's matcher could still take long, or undefined. Matchers V8 runs on its linear engine
+ * are bounded (src/load/glob-match.ts); what it cannot run there is a lookaround, kept by a negated
+ * extglob (`!(archive)`), and repetition nested too deeply (`+(a+(a+(a+(a+(a)))))`, on Node 20).
+ * A negated extglob is bounded when it is of plain names and the rest holds no braces, no other
+ * extglob, at most two `*` in a name and one `**`: then picomatch's backtracking is polynomial in a
+ * name's length, and names are short.
  */
-function unbounded(glob: string): string | undefined {
+function unbounded(glob: string): GlobProblem | undefined {
   let re: RegExp;
   try {
     re = globRegExp(glob);
-  } catch {
-    return undefined; // picomatch's own refusal comes with the match; nothing is slow about it.
+  } catch (err) {
+    return { reason: `is not a glob picomatch can read (${String((err as Error).message).slice(0, 120)})`, advice: 'correct it' };
   }
-  if (!hasLookaround(re)) return undefined;
+  if (isBounded(re)) return undefined;
+  if (!glob.includes('!(')) {
+    return { reason: 'nests repetition deeper than V8 can match in linear time, so against a long file name matching it could take minutes', advice: 'write it with less nesting, or as several globs' };
+  }
   const bodies = [...glob.matchAll(/!\(([^()]*)\)/g)].map((m) => m[1]!);
   const plain = bodies.length === glob.split('!(').length - 1 && bodies.every((b) => /^[\w.-]+(?:\|[\w.-]+)*$/.test(b));
   const rest = glob.replace(/!\([^()]*\)/g, 'x');
   const stars = Math.max(...rest.split('/').map((n) => (n === '**' ? 0 : n.split('*').length - 1)));
-  if (plain && !/[{}()]/.test(rest) && stars <= MAX_STARS_IN_A_NAME && rest.split('**').length <= 2) return undefined;
-  return 'holds a negated extglob "!(…)" of wildcards, or one beside braces, other extglobs, more than two "*" in a name or more than one "**"; only a backtracking matcher can match that, and against a long file name it can take minutes';
+  if (plain && !/[{}()[\]]/.test(rest) && stars <= MAX_STARS_IN_A_NAME && rest.split('**').length <= 2) return undefined;
+  return {
+    reason: 'holds a negated extglob "!(…)" of wildcards, or one beside braces, classes, other extglobs, more than two "*" in a name or more than one "**"; only a backtracking matcher can match that, and against a long file name it can take minutes',
+    advice: 'name what to leave out in a separate exclusion, as in "!archive/**", or write the negation of plain names ("!(archive|old)/*.yaml")',
+  };
+}
+
+/** A class in a glob: its text (`[a-z]`) and whether it starts a name. */
+interface GlobClass {
+  readonly text: string;
+  readonly startsName: boolean;
+}
+
+/** The classes (`[…]`) of a glob, read as picomatch reads them: a `]` first is literal, escapes are skipped. */
+function classes(glob: string): GlobClass[] {
+  const out: GlobClass[] = [];
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === '\\') {
+      i++;
+      continue;
+    }
+    if (glob[i] !== '[') continue;
+    let j = i + 1;
+    if (glob[j] === '!' || glob[j] === '^') j++;
+    if (glob[j] === ']') j++;
+    while (j < glob.length && glob[j] !== ']') j += glob[j] === '\\' ? 2 : 1;
+    if (j >= glob.length) break;
+    out.push({ text: glob.slice(i, j + 1), startsName: i === 0 || '/{,(|'.includes(glob[i - 1]!) });
+    i = j;
+  }
+  return out;
+}
+
+/** picomatch's expression for a class alone, or undefined when it reads none. */
+function classRegExp(text: string): RegExp | undefined {
+  try {
+    return picomatch.makeRe(text, { dot: true });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A dot-name or node_modules that a glob names other than as a plain name (those are checked
+ * before): as an alternative of a brace or an extglob (`{.dus,x}`, `+(node_modules|x)`), through a
+ * class (`[.]hidden`, `node_module[s]`), or undefined.
+ */
+function hiddenName(glob: string): string | undefined {
+  const plain = unescaped(glob);
+  for (const group of plain.matchAll(/(?:^|\/)[@!+*?]?[({]([^(){}]*)[)}]/g)) {
+    for (const alt of group[1]!.split(/[,|]/)) {
+      const hidden = alt.split('/').find((n) => n === 'node_modules' || (n.startsWith('.') && n !== '.' && n !== '..'));
+      if (hidden !== undefined) return hidden;
+    }
+    const after = plain.slice((group.index ?? 0) + group[0].length).split('/')[0]!;
+    if (group[1]!.split(/[,|]/).some((alt) => `${alt}${after}` === 'node_modules')) return 'node_modules';
+  }
+  // A class that names '.' (`[.]`), not one that leaves out other characters (`[^a]`, which picomatch lets match '.' too).
+  const dotted = classes(glob).find((c) => c.startsName && !/^\[[!^]/.test(c.text) && classRegExp(c.text)?.test('.') === true);
+  if (dotted !== undefined) return `${dotted.text}…`;
+  for (const name of glob.split('/')) {
+    if (name.includes('[') && !/[*?]/.test(name) && classRegExp(name)?.test('node_modules') === true) return 'node_modules';
+  }
+  return undefined;
 }
 
 /** Most `*` in one name beside a negated extglob (see unbounded). */
@@ -96,15 +162,27 @@ export function globProblem(pattern: string): GlobProblem | undefined {
       return { reason: `names "${plain.slice(0, 60)}", ${plain === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
     }
   }
-  // The same named inside a brace or an extglob at the start of a name (`{.dus,tenants}/*.yaml`).
-  for (const group of unescaped(glob).matchAll(/(?:^|\/)[@!+*?]?[({]([^(){}]*)[)}]/g)) {
-    const dotted = group[1]!.split(/[,|]/).find((alt) => alt.startsWith('.') && alt !== '.' && alt !== '..' && !alt.startsWith('./') && !alt.startsWith('../'));
-    if (dotted !== undefined) {
-      return { reason: `names "${dotted.slice(0, 60)}" in a brace or extglob, a dot-file or dot-folder, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
-    }
+  if (glob.includes('[[:')) {
+    return { reason: 'holds a POSIX class ("[[:…:]]"), after which picomatch copies the rest of the glob into its regular expression as written (a "." matches any character there)', advice: 'write the class out, as in "[a-zA-Z]" for "[[:alpha:]]"' };
+  }
+  if (/^(?:\.\/)+!/.test(glob)) {
+    return { reason: 'starts with "./!", which picomatch reads as "every file but" what follows', advice: 'write "!" first to exclude ("!tenants/archive/**"), or drop the "!"' };
+  }
+  const named = hiddenName(glob);
+  if (named !== undefined) {
+    return { reason: `names "${named.slice(0, 60)}" in a brace, an extglob or a class, ${named === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
+  }
+  const slash = classes(glob).find((c) => classRegExp(c.text)?.test('/') === true);
+  if (slash !== undefined) {
+    return { reason: `holds the class "${slash.text.slice(0, 40)}", which can match "/", so the glob could name files deeper than its "/" say, which the walk does not list`, advice: 'leave "/" out of the class and name each folder level with "/"' };
   }
   const slow = unbounded(glob);
-  if (slow !== undefined) return { reason: slow, advice: 'name what to leave out in a separate exclusion, as in "!archive/**", or write the negation of plain names ("!(archive|old)/*.yaml")' };
+  if (slow !== undefined) return slow;
+  try {
+    if (picomatch.makeRe(glob).source === '$^') return { reason: 'is a glob picomatch cannot read (a reversed range, as in "[z-a]"?), so it matches no file', advice: 'correct it' };
+  } catch {
+    // picomatch's own sentence follows, naming the glob.
+  }
   if (climbsInGlob(glob)) {
     return { reason: 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part)', advice: 'write ".." only at its start, as in "../x/*.yaml", or name the folders without it' };
   }

@@ -4,7 +4,8 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import { globMatcher, globRegExp, hasLookaround } from '../../src/load/glob-match.js';
+import { globMatcher, globRegExp, hasLookaround, isBounded } from '../../src/load/glob-match.js';
+import { globProblem } from '../../src/load/resource-globs.js';
 
 // A small alphabet, so that the globs' letters (a, b, x) match often.
 const name = fc.oneof({ arbitrary: fc.stringMatching(/^[abx]{1,3}(\.(yaml|yml))?$/), weight: 4 }, fc.stringMatching(/^[a-z0-9_-]{1,6}(\.(yaml|yml))?$/));
@@ -66,5 +67,21 @@ describe('glob matchers without picomatch\'s guards', () => {
       process.stdout.write('done');`;
     const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20_000, cwd: process.cwd() });
     expect(r.stdout).toBe('done');
+  });
+
+  it('every glob the load accepts runs on the linear engine, but a negated extglob of plain names', () => {
+    const nest = (n: number): string => (n === 0 ? 'a' : `+(a${nest(n - 1)})`);
+    const adversarial = ['tenants/+(*a)b.yaml', `tenants/${'{a,aa}'.repeat(30)}b.yaml`, 'tenants/+([a-z]|[a-z][a-z])b.yaml', 'tenants/*a*a*a*a*a*a*b.yaml',
+      ...[1, 2, 3, 4, 5, 6, 8].map((n) => `tenants/${nest(n)}b.yaml`), 'tenants/[[:alpha:]](a+)+\\1b.yaml', '!(*a*a)/*.yaml', '!(a)/{a,b}*.yaml', 'x/!(a)*/*a*a*.yaml', '!(archive|old)/*.yaml'];
+    const accepted = (g: string) => globProblem(g) === undefined;
+    for (const g of adversarial) {
+      if (!accepted(g)) continue;
+      expect([g, isBounded(globRegExp(g)) || /^!\([\w|]+\)\/\*\.yaml$/.test(g)]).toEqual([g, true]);
+    }
+    fc.assert(fc.property(fc.array(fc.constantFrom(...wild, '+(', '*(', '@(', ')', '|', '{', '}', ','), { minLength: 1, maxLength: 8 }), (ps) => {
+      const g = ps.join('');
+      if (!accepted(g) || g.includes('!(')) return;
+      expect([g, isBounded(globRegExp(g))]).toEqual([g, true]);
+    }), { numRuns: 3000 });
   });
 });

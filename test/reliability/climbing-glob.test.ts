@@ -346,7 +346,7 @@ describe('paths and globs that a pull request can bend, round five', () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'tenants/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
       expect(r.code).toBe(1);
-      expect(r.stdout + r.stderr).toMatch(/names "\.(dus|hidden|b)" in a brace or extglob, a dot-file or dot-folder, which dus-sync never reads/);
+      expect(r.stdout + r.stderr).toMatch(/names "\.(dus|hidden|b)" in a brace, an extglob or a class, a dot-file or dot-folder, which dus-sync never reads/);
     });
   }
 
@@ -420,5 +420,52 @@ describe('globs that made picomatch backtrack for minutes end at once', () => {
       expect(bad.stdout + bad.stderr).toContain('"!archive/**"');
       expect(bad.stdout + bad.stderr).not.toMatch(/\n\s+at /);
     }
+  });
+});
+
+// A sixth breaker round, against the bounded matchers.
+describe('globs that a pull request can bend, round six', () => {
+  it('repetition nested five deep: refused where V8 cannot match it in linear time, else read at once', async () => {
+    const glob = 'tenants/+(a+(a+(a+(a+(a)))))b.yaml';
+    for (const list of [[glob], ['tenants/*.yaml', `!${glob}`]]) {
+      const repo = tree({ 'dus-sync.yaml': config(list), [`tenants/${'a'.repeat(40)}.yaml`]: firmware('1.0.0') });
+      const started = Date.now();
+      const r = await runCli(['validate'], { cwd: repo, timeoutMs: 30_000 });
+      expect(Date.now() - started).toBeLessThan(15_000);
+      if (r.code === 1) expect(r.stdout + r.stderr).toContain('nests repetition deeper than V8 can match in linear time');
+      else expect(r.code).toBe(0);
+    }
+  });
+
+  const cases: [string, RegExp][] = [
+    ['tenants/[[:alpha:]](a+)+\\1b.yaml', /holds a POSIX class \("\[\[:…:\]\]"\), after which picomatch copies the rest of the glob .*write the class out/],
+    ['x[.-0]a.yaml', /holds the class "\[\.-0\]", which can match "\/"/],
+    ['z[/]d.yaml', /holds the class "\[\/\]", which can match "\/"/],
+    ['x[\\W]a.yaml', /which can match "\/"/],
+    ['{node_modules,base}/*.yaml', /names "node_modules" in a brace, an extglob or a class, a node_modules folder/],
+    ['+(node_modules|base)/*.yaml', /names "node_modules" in a brace/],
+    ['{base,x/node_modules}/*.yaml', /names "node_modules" in a brace/],
+    ['node_module[s]/*.yaml', /names "node_modules" in a brace, an extglob or a class/],
+    ['[n]ode_modules/*.yaml', /names "node_modules"/],
+    ['[.]hidden/*.yaml', /names "\[\.\]…" in a brace, an extglob or a class, a dot-file or dot-folder/],
+    ['x/[.][h]idden/*.yaml', /a dot-file or dot-folder/],
+    ['./!zzz.yaml', /starts with "\.\/!", which picomatch reads as "every file but" what follows/],
+    ['tenants/[z-a].yaml', /is a glob picomatch cannot read \(a reversed range/],
+  ];
+  for (const [glob, message] of cases) {
+    it(`${glob}: refused with one sentence`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config(['base/*.yaml', glob]), 'base/b.yaml': firmware('1.0.0'), 'x/a.yaml': firmware('2.0.0'), 'node_modules/n.yaml': firmware('3.0.0') });
+      const r = await runCli(['validate'], { cwd: repo, timeoutMs: 20_000 });
+      expect([glob, r.code]).toEqual([glob, 1]);
+      expect(r.stdout + r.stderr).toContain(`dus-sync.yaml: the resources glob ${JSON.stringify(glob)} `);
+      expect(r.stdout + r.stderr).toMatch(message);
+      expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+
+  it('classes that match no "/" nor a leading ".", and names that only hold "node_modules" in part, are read', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['[a-c]*/*.yaml', 'x/[^a]*.yaml', 'my_node_modules_notes/*.yaml']), 'base/b.yaml': firmware('1.0.0'), 'x/b.yaml': firmware('2.0.0'), 'my_node_modules_notes/n.yaml': firmware('3.0.0') });
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '3 files, 3 documents: valid\n']);
   });
 });
