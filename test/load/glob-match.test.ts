@@ -69,18 +69,18 @@ describe('glob matchers without picomatch\'s guards', () => {
     expect(r.stdout).toBe('done');
   });
 
-  it('every glob the load accepts runs on the linear engine, but a negated extglob of plain names', () => {
+  it('every glob the load accepts runs on the linear engine', () => {
     const nest = (n: number): string => (n === 0 ? 'a' : `+(a${nest(n - 1)})`);
     const adversarial = ['tenants/+(*a)b.yaml', `tenants/${'{a,aa}'.repeat(30)}b.yaml`, 'tenants/+([a-z]|[a-z][a-z])b.yaml', 'tenants/*a*a*a*a*a*a*b.yaml',
       ...[1, 2, 3, 4, 5, 6, 8].map((n) => `tenants/${nest(n)}b.yaml`), 'tenants/[[:alpha:]](a+)+\\1b.yaml', '!(*a*a)/*.yaml', '!(a)/{a,b}*.yaml', 'x/!(a)*/*a*a*.yaml', '!(archive|old)/*.yaml'];
     const accepted = (g: string) => globProblem(g) === undefined;
     for (const g of adversarial) {
       if (!accepted(g)) continue;
-      expect([g, isBounded(globRegExp(g)) || /^!\([\w|]+\)\/\*\.yaml$/.test(g)]).toEqual([g, true]);
+      expect([g, isBounded(globRegExp(g))]).toEqual([g, true]);
     }
     fc.assert(fc.property(fc.array(fc.constantFrom(...wild, '+(', '*(', '@(', ')', '|', '{', '}', ','), { minLength: 1, maxLength: 8 }), (ps) => {
       const g = ps.join('');
-      if (!accepted(g) || g.includes('!(')) return;
+      if (!accepted(g)) return;
       expect([g, isBounded(globRegExp(g))]).toEqual([g, true]);
     }), { numRuns: 3000 });
   });

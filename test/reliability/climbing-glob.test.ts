@@ -112,13 +112,14 @@ describe('resources globs written other than plainly', () => {
   // A file the glob must not reach is invalid: read, it would be an issue.
   const invalid = 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: 7 }\n';
 
-  it('!(tenants)/*.yaml is a glob (anything but tenants, one level down), not an exclusion', async () => {
+  it('!(tenants)/*.yaml is picomatch\'s "anything but", not an exclusion: refused, as it cannot be matched in linear time', async () => {
     const repo = tree({
       'dus-sync.yaml': config(['!(tenants)/*.yaml']),
       'tenants/a.yaml': invalid, 'x/one.yaml': firmware('2.0.0'), 'x/deep/d.yaml': invalid, 'root.yaml': invalid,
     });
     const r = await runCli(['validate'], { cwd: repo });
-    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toContain('the resources glob "!(tenants)/*.yaml" holds a negated extglob');
   });
 
   it('!tenants/b.yaml is still an exclusion', async () => {
@@ -408,11 +409,8 @@ describe('globs that made picomatch backtrack for minutes end at once', () => {
     });
   }
 
-  it('a negated extglob of plain names is read; one of wildcards, or beside braces, is refused, naming it', async () => {
-    const ok = tree({ 'dus-sync.yaml': config(['!(archive|old)/*.yaml']), 'tenants/a.yaml': firmware('1.0.0'), 'archive/b.yaml': firmware('2.0.0') });
-    const r = await runCli(['validate'], { cwd: ok });
-    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
-    for (const glob of ['!(*a*a)/*.yaml', '!(archive)/{a,b}*.yaml', '!(+(a|aa))b/*.yaml', 'x/!(a)*/*a*a*.yaml']) {
+  it('a negated extglob is refused, naming it: with "**" and two "*" beside it, it took 11 s against a path of 4,000 characters', async () => {
+    for (const glob of ['!(archive|old)/*.yaml', '**/!(x|y)*a*/*a*b.yaml', '!(*a*a)/*.yaml', '!(archive)/{a,b}*.yaml', 'x/!(a)*/*a*a*.yaml']) {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'tenants/a.yaml': firmware('1.0.0') });
       const bad = await runCli(['validate'], { cwd: repo, timeoutMs: 20_000 });
       expect([glob, bad.code]).toEqual([glob, 1]);
