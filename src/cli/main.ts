@@ -8,7 +8,7 @@ import { checkedFetchTimeout, checkedMaxResponseSize, checkedRequestTimeout } fr
 import { handleError } from './handle-error.js';
 import { errorJson, watchResultOutput, writeJsonError } from './json-error.js';
 import { guardProcessOutput } from './output.js';
-import { boundRegExpWork, tuneForShortRun } from './short-run.js';
+import { tuneForShortRun } from './short-run.js';
 import { refuseSingleDashLongOption } from './single-dash.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
@@ -57,7 +57,6 @@ type Runner = (opts: Record<string, unknown>, globals: GlobalOptions, args: stri
 /** Wraps a lazily imported command: its exit code becomes the process's. `long`: it runs for days (watch, the emulator). */
 function lazy(load: () => Promise<{ run: Runner }>, long = false) {
   return async function action(this: Command, ...params: unknown[]): Promise<void> {
-    boundRegExpWork();
     if (!long) tuneForShortRun();
     const globals = this.optsWithGlobals() as GlobalOptions;
     const args = params.slice(0, -2).filter((p): p is string => typeof p === 'string');

@@ -34,15 +34,3 @@ export function tuneForShortRun(execArgv: readonly string[] = process.execArgv):
   }
 }
 
-/**
- * V8's matcher that does not backtrack, taken when a regular expression backtracks too much: the
- * resources globs' matchers (src/load/glob-match.ts) are written for it, so that a glob and a file
- * name chosen together (`+(*a)b.yaml` against a name of 200 `a`) end in milliseconds, not
- * minutes. For every command, watch too; V8 reads it when it runs an expression.
- */
-export const LINEAR_REGEXP_FALLBACK = '--enable-experimental-regexp-engine-on-excessive-backtracks';
-
-export function boundRegExpWork(execArgv: readonly string[] = process.execArgv): void {
-  if (execArgv.some((a) => a.endsWith(LINEAR_REGEXP_FALLBACK.slice(2)))) return;
-  setFlagsFromString(LINEAR_REGEXP_FALLBACK);
-}

@@ -69,7 +69,7 @@ describe('glob matchers without picomatch\'s guards', () => {
     expect(r.stdout).toBe('done');
   });
 
-  it('every glob the load accepts runs on the linear engine', () => {
+  it('every glob the load accepts can run on the linear engine', () => {
     const nest = (n: number): string => (n === 0 ? 'a' : `+(a${nest(n - 1)})`);
     const adversarial = ['tenants/+(*a)b.yaml', `tenants/${'{a,aa}'.repeat(30)}b.yaml`, 'tenants/+([a-z]|[a-z][a-z])b.yaml', 'tenants/*a*a*a*a*a*a*b.yaml',
       ...[1, 2, 3, 4, 5, 6, 8].map((n) => `tenants/${nest(n)}b.yaml`), 'tenants/[[:alpha:]](a+)+\\1b.yaml', '!(*a*a)/*.yaml', '!(a)/{a,b}*.yaml', 'x/!(a)*/*a*a*.yaml', '!(archive|old)/*.yaml'];
