@@ -11,7 +11,7 @@ import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import { loadDesiredState, loadDocuments, selectResourcePaths, shortGlob, type LoadFilter } from '../load/index.js';
-import { globProblem, reachesOutside } from '../load/resource-globs.js';
+import { globProblem, globsProblem, reachesOutside } from '../load/resource-globs.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
 import { paint, useColor, type GlobalOptions } from './context.js';
@@ -43,6 +43,11 @@ export function configAtBase(working: ResolvedConfig, text: string | undefined, 
       log.warn(`the config file at the base ref has the resources glob ${JSON.stringify(shortGlob(r))}, which ${reason}; the working one is used for both sides.`);
       return working;
     }
+  }
+  const together = globsProblem(resources ?? []);
+  if (together !== undefined) {
+    log.warn(`the config file at the base ref has resources globs that ${together.reason}; the working one is used for both sides.`);
+    return working;
   }
   const envTenant = env.DUS_TENANT?.trim() ? env.DUS_TENANT.trim() : undefined;
   const defaultTenant = envTenant ?? (typeof raw.default_tenant === 'string' ? raw.default_tenant : undefined);

@@ -36,6 +36,8 @@ export interface Found {
   readonly regular: ReadonlySet<string>;
   /** Folders (relative to `base`) holding a name that is not UTF-8: not listed; the load refuses them. */
   readonly undecodable: readonly string[];
+  /** Entries listed through a link to a folder walked by another path: each to the path it was walked by. */
+  readonly aliasOf: ReadonlyMap<string, string>;
 }
 
 export interface Scope {
@@ -59,7 +61,9 @@ export function scopesOf(patterns: readonly string[], under = ''): Scope[] {
     }
     // Every '/' of the glob part may be one level (a brace or extglob may hold fewer): never too shallow.
     // An extglob holding a '/' (`+(*/)*.yaml`) repeats folders: any depth.
-    const anyDepth = scan.glob.includes('**') || (scan.isExtglob && /\([^]*\//.test(scan.glob));
+    // picomatch's scan stops at the first wildcard, so its isExtglob misses `*/+(*/)f.yaml`: any
+    // repeating extglob with a '/' after its '(' counts.
+    const anyDepth = scan.glob.includes('**') || /[+*]\([^]*\//.test(scan.glob);
     scopes.push({ dir: scan.base, depth: anyDepth ? Infinity : scan.glob.split('/').length });
   }
   if (under !== '') return foldScopes(scopes.flatMap((s) => clip(s, under)));
@@ -145,6 +149,7 @@ export function findCandidates(opts: FindOptions): Found {
   const regular = new Set<string>();
   const unwalked = new Set<string>();
   const undecodable = new Set<string>();
+  const aliasOf = new Map<string, string>();
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
   const mayFollow = (real: string): boolean => opts.followExternalSymlinks || isInside(opts.realRoot, real);
@@ -154,10 +159,19 @@ export function findCandidates(opts: FindOptions): Found {
     // Links to folders wait until every real folder was walked, so that a file is listed by its
     // own path rather than through a link that happens to sort first.
     const walked = new Map<string, number>();
+    const walkedAs = new Map<string, string>();
     const pending: { path: string; depth: number }[] = [];
-    const walk = (rel: string, real: string, depth: number): void => {
-      if ((walked.get(real) ?? 0) >= depth) return;
+    const aliasesHere: { path: string; of: string; depth: number }[] = [];
+    const walk = (rel: string, real: string, depth: number, viaLink = false): void => {
+      if ((walked.get(real) ?? 0) >= depth) {
+        // A link to a folder walked already: its files are listed under the link's path too
+        // (a glob may name only that one), once, from what the walk listed.
+        const first = walkedAs.get(real);
+        if (viaLink && first !== undefined && first !== rel) aliasesHere.push({ path: rel, of: first, depth });
+        return;
+      }
       walked.set(real, depth);
+      if (!walkedAs.has(real)) walkedAs.set(real, rel);
       // The folder listed must be the one expected: a name swapped for a link since it was seen
       // as a folder (or since its real path was taken) would list another folder, maybe one
       // outside the repository. Then nothing of it is listed, and the path is read as it is now
@@ -208,7 +222,7 @@ export function findCandidates(opts: FindOptions): Found {
       } catch {
         return;
       }
-      if (mayFollow(real)) walk(path, real, depth - 1);
+      if (mayFollow(real)) walk(path, real, depth - 1, true);
       else if (!excluded(path)) unwalked.add(path);
     };
 
@@ -227,6 +241,22 @@ export function findCandidates(opts: FindOptions): Found {
     }
     walk(scope.dir, real, scope.depth);
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth);
+    // One level of aliases, from the entries listed by real paths: a link to a folder above it
+    // cannot make this endless. The load keeps one path of a file the globs select by both.
+    const listed = [...entries];
+    for (const a of aliasesHere) {
+      const prefix = a.of === '' ? '' : `${a.of}/`;
+      for (const e of listed) {
+        if (!e.startsWith(prefix) || aliasOf.has(e)) continue;
+        const rest = e.slice(prefix.length);
+        if (rest.split('/').length > a.depth) continue;
+        const path = `${a.path}/${rest}`;
+        if (entries.has(path)) continue;
+        entries.add(path);
+        aliasOf.set(path, e);
+        if (regular.has(e)) regular.add(path);
+      }
+    }
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort() };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), aliasOf };
 }

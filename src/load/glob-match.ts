@@ -85,7 +85,35 @@ export function globRegExp(glob: string): RegExp {
   }
   out += source.slice(at);
   engineReady ??= setUpEngine();
-  return new RegExp(out, re.flags);
+  return new RegExp(nonCapturing(out), re.flags);
+}
+
+/**
+ * The expression with its groups made non-capturing (`(a|b)` as `(?:a|b)`): nothing reads them,
+ * and V8's linear engine carries every capture along each path it tries, so that `{a,*}` 800
+ * times took 8.9 s against a name of 245 characters, and 0.25 s without captures. Unchanged when
+ * it holds a backreference (none of picomatch's do; its POSIX classes, which can, are refused).
+ */
+function nonCapturing(source: string): string {
+  if (/(?:^|[^\\])(?:\\\\)*\\[1-9]/.test(source)) return source;
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!;
+    if (c === '\\') {
+      out += source.slice(i, i + 2);
+      i++;
+      continue;
+    }
+    if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(' && source[i + 1] !== '?') {
+      out += '(?:';
+      continue;
+    }
+    out += c;
+  }
+  return out;
 }
 
 /**

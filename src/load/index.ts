@@ -16,7 +16,7 @@ import { fastParseFile } from './fast-path.js';
 import { findCandidates } from './find.js';
 import { globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
-import { globOf, globProblem, isExclusion, reachesOutside } from './resource-globs.js';
+import { globOf, globProblem, globsProblem, isExclusion, reachesOutside } from './resource-globs.js';
 import { ambiguousPath, closeFolderCache, confirmFolder, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
@@ -203,6 +203,8 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
     const problem = globProblem(p);
     if (problem !== undefined) throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(shortGlob(p))} ${problem.reason}: ${problem.advice}`);
   }
+  const together = globsProblem(config.resources ?? []);
+  if (together !== undefined) throw new UserError(`${configShown(config)}: the resources globs ${together.reason}: ${together.advice}`);
   if (followExternalSymlinks !== true) {
     // The config is the repository's own: a change to it must not make dus-sync read (and quote,
     // in its issues) files elsewhere on the machine, as a link out may not (Argo CD and kustomize
@@ -223,6 +225,8 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   // Links to folders that were not walked are listed too, so that reading them reports why.
   const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
   const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
+  // A file selected by its own path and through a link to its folder is read once, by its own path.
+  for (const [alias, own] of found.aliasOf) if (selected.has(fromDir(own))) selected.delete(fromDir(alias));
   const regular = new Set<string>();
   for (const p of found.regular) regular.add(fromDir(p));
   return { paths: [...selected].sort(), regular };

@@ -66,13 +66,12 @@ function unbounded(glob: string): GlobProblem | undefined {
       advice: 'name what to leave out in a separate exclusion, as in "!archive/**", beside a glob of what to read',
     };
   }
-  return { reason: 'nests repetition deeper than V8 can match in linear time, so against a long file name matching it could take minutes', advice: 'write it with less nesting, or as several globs' };
+  return { reason: 'holds a form V8 cannot match in linear time (repetition nested too deeply, or a lookaround written into it), so against a long file name matching it could take minutes', advice: 'write it with less nesting, or as several globs' };
 }
 
-/** A class in a glob: its text (`[a-z]`) and whether it starts a name. */
+/** A class in a glob: its text (`[a-z]`). */
 interface GlobClass {
   readonly text: string;
-  readonly startsName: boolean;
 }
 
 /** The classes (`[…]`) of a glob, read as picomatch reads them: a `]` first is literal, escapes are skipped. */
@@ -89,7 +88,7 @@ function classes(glob: string): GlobClass[] {
     if (glob[j] === ']') j++;
     while (j < glob.length && glob[j] !== ']') j += glob[j] === '\\' ? 2 : 1;
     if (j >= glob.length) break;
-    out.push({ text: glob.slice(i, j + 1), startsName: i === 0 || '/{,(|'.includes(glob[i - 1]!) });
+    out.push({ text: glob.slice(i, j + 1) });
     i = j;
   }
   return out;
@@ -104,28 +103,120 @@ function classRegExp(text: string): RegExp | undefined {
   }
 }
 
+/** Most samples of a glob that hiddenName looks at (brace chains multiply them). */
+const MAX_SAMPLES = 256;
+
+/**
+ * Paths a glob matches, some of each shape: every alternative of its braces and extglobs (nested
+ * too; `?(…)` and `*(…)` also without), a class's first character and its '.', `x` for a wildcard
+ * (never empty, so that `*.yaml` gives no dot-name). At most MAX_SAMPLES.
+ */
+function samples(glob: string): string[] {
+  let i = 0;
+  const cross = (acc: string[], parts: readonly string[]): string[] => {
+    const out: string[] = [];
+    for (const a of acc) for (const p of parts) if (out.length < MAX_SAMPLES) out.push(a + p);
+    return out;
+  };
+  const alternatives = (close: string, sep: string): string[] => {
+    const out: string[] = [];
+    for (;;) {
+      out.push(...seq(close + sep));
+      if (glob[i] === sep) {
+        i++;
+        continue;
+      }
+      if (glob[i] === close) i++;
+      return out.slice(0, MAX_SAMPLES);
+    }
+  };
+  const seq = (stop: string): string[] => {
+    let acc = [''];
+    while (i < glob.length && !stop.includes(glob[i]!)) {
+      const c = glob[i]!;
+      let parts: string[];
+      if (c === '\\') {
+        parts = [glob[i + 1] ?? ''];
+        i += 2;
+      } else if ('@!+*?'.includes(c) && glob[i + 1] === '(') {
+        i += 2;
+        const alts = alternatives(')', '|');
+        parts = c === '?' || c === '*' ? ['', ...alts] : alts;
+      } else if (c === '{') {
+        i++;
+        parts = alternatives('}', ',');
+      } else if (c === '[') {
+        const end = glob.indexOf(']', i + 2);
+        const body = end < 0 ? '' : glob.slice(i + 1, end);
+        i = end < 0 ? i + 1 : end + 1;
+        parts = body === '' ? ['['] : /^[!^]/.test(body) ? ['x'] : [...new Set([body[0]!, ...(body.includes('.') ? ['.'] : [])])];
+      } else if (c === '*' || c === '?') {
+        while (glob[i] === '*') i++;
+        if (c === '?') i++;
+        parts = ['x'];
+      } else {
+        parts = [c];
+        i++;
+      }
+      acc = cross(acc, parts);
+    }
+    return acc;
+  };
+  const out: string[] = [];
+  while (i < glob.length) {
+    out.push(...seq(''));
+    i++; // a stray closer
+  }
+  return out.slice(0, MAX_SAMPLES);
+}
+
 /**
  * A dot-name or node_modules that a glob names other than as a plain name (those are checked
- * before): as an alternative of a brace or an extglob (`{.dus,x}`, `+(node_modules|x)`), through a
- * class (`[.]hidden`, `node_module[s]`), or undefined.
+ * before): through a brace or an extglob, nested or not (`{a,{.dus,b}}`, `node{_modules,x}`),
+ * or a class (`[.]hidden`, `node_module[s]`); undefined when none of its samples holds one.
  */
 function hiddenName(glob: string): string | undefined {
-  const plain = unescaped(glob);
-  for (const group of plain.matchAll(/(?:^|\/)[@!+*?]?[({]([^(){}]*)[)}]/g)) {
-    for (const alt of group[1]!.split(/[,|]/)) {
-      const hidden = alt.split('/').find((n) => n === 'node_modules' || (n.startsWith('.') && n !== '.' && n !== '..'));
-      if (hidden !== undefined) return hidden;
-    }
-    const after = plain.slice((group.index ?? 0) + group[0].length).split('/')[0]!;
-    if (group[1]!.split(/[,|]/).some((alt) => `${alt}${after}` === 'node_modules')) return 'node_modules';
-  }
-  // A class that names '.' (`[.]`), not one that leaves out other characters (`[^a]`, which picomatch lets match '.' too).
-  const dotted = classes(glob).find((c) => c.startsName && !/^\[[!^]/.test(c.text) && classRegExp(c.text)?.test('.') === true);
-  if (dotted !== undefined) return `${dotted.text}…`;
-  for (const name of glob.split('/')) {
-    if (name.includes('[') && !/[*?]/.test(name) && classRegExp(name)?.test('node_modules') === true) return 'node_modules';
+  for (const sample of samples(glob)) {
+    const hidden = sample.split('/').find((n) => n === 'node_modules' || (n.startsWith('.') && n !== '.' && n !== '..'));
+    if (hidden !== undefined) return hidden;
   }
   return undefined;
+}
+
+/** Most wildcards, classes, braces and extglobs in one glob, and in all of them together. */
+export const MAX_GLOB_PARTS = 24;
+export const MAX_GLOB_PARTS_IN_ALL = 64;
+
+/**
+ * How many wildcards (a run of `*`, a `?`), classes, braces and extglobs a glob holds. Matching
+ * takes time in proportion to them once V8 runs the expression on its linear engine, about
+ * 0.05 to 0.09 ms each against a name of 245 characters (`{a,*}` 800 times: 0.25 s), so at most
+ * 64 in all is some 5 ms a file at worst.
+ */
+export function globParts(glob: string): number {
+  let n = 0;
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if ('@!+*?'.includes(c) && glob[i + 1] === '(') {
+      n++;
+      i++;
+    } else if (c === '*') {
+      n++;
+      while (glob[i + 1] === '*') i++;
+    } else if (c === '?' || c === '[' || c === '{') n++;
+  }
+  return n;
+}
+
+/** Why a list of globs is refused together (they are matched one after another against each path), or undefined. */
+export function globsProblem(patterns: readonly string[]): GlobProblem | undefined {
+  const parts = patterns.reduce((sum, p) => sum + globParts(p), 0);
+  if (parts <= MAX_GLOB_PARTS_IN_ALL) return undefined;
+  return {
+    reason: `hold ${parts} wildcards, classes, braces and extglobs together; more than ${MAX_GLOB_PARTS_IN_ALL} could make matching a long file name take long, as each path is matched against each glob`,
+    advice: 'name the files with fewer globs, or simpler ones ("tenants/**/*.yaml")',
+  };
 }
 
 /** Why a glob is refused (the end of a sentence that starts with the glob), and what to write instead. */
@@ -145,6 +236,11 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const glob = globOf(pattern);
   if (glob === '') return { reason: 'is an exclusion of nothing', advice: 'write the files to exclude after the "!", as in "!archive/**"' };
+  if (pattern.trim() !== pattern) return { reason: 'starts or ends with a space, which names no file dus-sync lists', advice: 'remove the space' };
+  const parts = globParts(glob);
+  if (parts > MAX_GLOB_PARTS) {
+    return { reason: `holds ${parts} wildcards, classes, braces and extglobs; more than ${MAX_GLOB_PARTS} in one glob could make matching a long file name take long`, advice: 'split it into simpler globs' };
+  }
   if (isExclusion(pattern) && isExclusion(glob)) return { reason: 'starts with more than one "!", which picomatch and dus-sync read differently', advice: 'write one "!" to exclude, none to include' };
   for (const name of glob.split('/')) {
     const plain = unescaped(name);
@@ -169,7 +265,7 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   const slow = unbounded(glob);
   if (slow !== undefined) return slow;
   try {
-    if (picomatch.makeRe(glob).source === '$^') return { reason: 'is a glob picomatch cannot read (a reversed range, as in "[z-a]"?), so it matches no file', advice: 'correct it' };
+    if (picomatch.makeRe(glob).source === '$^') return { reason: 'is a glob picomatch cannot read (an unclosed bracket, brace or parenthesis, or a reversed range as in "[z-a]"?), so it matches no file', advice: 'correct it' };
   } catch {
     // picomatch's own sentence follows, naming the glob.
   }

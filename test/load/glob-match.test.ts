@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import { globMatcher, globRegExp, hasLookaround, isBounded } from '../../src/load/glob-match.js';
+import { BACKTRACKS_BEFORE_LINEAR, globMatcher, globRegExp, hasLookaround, isBounded } from '../../src/load/glob-match.js';
 import { globProblem } from '../../src/load/resource-globs.js';
 
 // A small alphabet, so that the globs' letters (a, b, x) match often.
@@ -57,10 +57,11 @@ describe('glob matchers without picomatch\'s guards', () => {
     expect(hasLookaround(globRegExp('tenants/*a*a*a*a*a*a*b.yaml'))).toBe(false);
   });
 
-  it('end on the globs that backtracked for minutes, with V8\'s fallback on (as the CLI sets it)', () => {
+  it('end on the globs that backtracked for minutes, with V8\'s fallback on (as the matchers set it)', () => {
     const slow = ['tenants/+(*a)b.yaml', `tenants/${'{a,aa}'.repeat(30)}b.yaml`, `tenants/*${'{a,aa}'.repeat(20)}b.yaml`, 'tenants/+([a-z]|[a-z][a-z])b.yaml', 'tenants/*a*a*a*a*a*a*b.yaml'];
     const code = `
       require('node:v8').setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
+      require('node:v8').setFlagsFromString('--regexp-backtracks-before-fallback=${BACKTRACKS_BEFORE_LINEAR}');
       const pm = require('picomatch');
       const sources = ${JSON.stringify(slow.filter((g) => !hasLookaround(globRegExp(g))).map((g) => globRegExp(g).source))};
       for (const s of sources) new RegExp(s).test('tenants/' + 'a'.repeat(200) + '.yaml');
@@ -83,5 +84,12 @@ describe('glob matchers without picomatch\'s guards', () => {
       if (!accepted(g)) return;
       expect([g, isBounded(globRegExp(g))]).toEqual([g, true]);
     }), { numRuns: 3000 });
+  });
+
+  it('globs users write are not refused', () => {
+    const ok = ['tenants/**/*.yaml', '**/*.{yaml,yml}', 'envs/*/firmware-*.yaml', '!archive/**', 'tenants/[a-m]*/*.yaml', 'tenants/acme-?.yaml', '@(prod|stage)/*.yaml', '**/*.y?(a)ml',
+      '**/*.+(yaml|yml)', 'releases/{2023..2025}/*.yaml', 'tenants/**/*.[yY][aA][mM][lL]', '*.yaml', 'x/{a,b}.yaml', 'tenants/*.{yaml,yml}', '{a,b}/{c,d}/{e,f}/*.yaml', 'a/*-prod*.yaml',
+      'envs/**/firmware.yaml', '../shared/*.yaml', 'tenants/**/!README.yaml', 'tenants/x[0-9][0-9].yaml', `{${Array.from({ length: 300 }, (_, i) => `t${i}`).join(',')}}/*.yaml`];
+    for (const g of ok) expect([g, globProblem(g)]).toEqual([g, undefined]);
   });
 });
