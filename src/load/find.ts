@@ -36,8 +36,8 @@ export interface Found {
   readonly regular: ReadonlySet<string>;
   /** Folders (relative to `base`) holding a name that is not UTF-8: not listed; the load refuses them. */
   readonly undecodable: readonly string[];
-  /** Entries listed through a link to a folder walked by another path: each to the path it was walked by. */
-  readonly aliasOf: ReadonlyMap<string, string>;
+  /** Entries listed through a link (a link to a file, or a file in a folder reached through one): each to its real path. */
+  readonly realOf: ReadonlyMap<string, string>;
 }
 
 export interface Scope {
@@ -149,7 +149,7 @@ export function findCandidates(opts: FindOptions): Found {
   const regular = new Set<string>();
   const unwalked = new Set<string>();
   const undecodable = new Set<string>();
-  const aliasOf = new Map<string, string>();
+  const realOf = new Map<string, string>();
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
   const mayFollow = (real: string): boolean => opts.followExternalSymlinks || isInside(opts.realRoot, real);
@@ -159,19 +159,11 @@ export function findCandidates(opts: FindOptions): Found {
     // Links to folders wait until every real folder was walked, so that a file is listed by its
     // own path rather than through a link that happens to sort first.
     const walked = new Map<string, number>();
-    const walkedAs = new Map<string, string>();
     const pending: { path: string; depth: number }[] = [];
-    const aliasesHere: { path: string; of: string; depth: number }[] = [];
-    const walk = (rel: string, real: string, depth: number, viaLink = false): void => {
-      if ((walked.get(real) ?? 0) >= depth) {
-        // A link to a folder walked already: its files are listed under the link's path too
-        // (a glob may name only that one), once, from what the walk listed.
-        const first = walkedAs.get(real);
-        if (viaLink && first !== undefined && first !== rel) aliasesHere.push({ path: rel, of: first, depth });
-        return;
-      }
+    // `linked`: the folder was reached through a link, so its files' paths are not their real ones.
+    const walk = (rel: string, real: string, depth: number, linked = false): void => {
+      if ((walked.get(real) ?? 0) >= depth) return;
       walked.set(real, depth);
-      if (!walkedAs.has(real)) walkedAs.set(real, rel);
       // The folder listed must be the one expected: a name swapped for a link since it was seen
       // as a folder (or since its real path was taken) would list another folder, maybe one
       // outside the repository. Then nothing of it is listed, and the path is read as it is now
@@ -192,12 +184,13 @@ export function findCandidates(opts: FindOptions): Found {
         if (skipped(d.name)) continue;
         const path = join2(rel, d.name);
         if (d.isDirectory()) {
-          if (depth > 1) walk(path, join(real, d.name), depth - 1);
+          if (depth > 1) walk(path, join(real, d.name), depth - 1, linked);
         } else if (d.isSymbolicLink()) {
           pending.push({ path, depth });
         } else {
           entries.add(path); // files, FIFOs, devices, sockets: the globs decide, the reader refuses
           if (d.isFile()) regular.add(path);
+          if (linked) realOf.set(path, join(real, d.name));
         }
       }
     };
@@ -211,6 +204,13 @@ export function findCandidates(opts: FindOptions): Found {
       }
       if (target?.isDirectory() !== true) {
         entries.add(path);
+        if (target?.isFile() === true) {
+          try {
+            realOf.set(path, realpathSync.native(abs));
+          } catch {
+            // gone since: the read says so
+          }
+        }
         // A dangling link may have been meant as a folder of resources: report it when it could be one.
         if (target === undefined && depth > 1 && !excluded(path)) unwalked.add(path);
         return;
@@ -239,24 +239,8 @@ export function findCandidates(opts: FindOptions): Found {
       if (!excluded(scope.dir)) unwalked.add(scope.dir);
       continue;
     }
-    walk(scope.dir, real, scope.depth);
+    walk(scope.dir, real, scope.depth, real !== join(opts.realRoot, scope.dir));
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth);
-    // One level of aliases, from the entries listed by real paths: a link to a folder above it
-    // cannot make this endless. The load keeps one path of a file the globs select by both.
-    const listed = [...entries];
-    for (const a of aliasesHere) {
-      const prefix = a.of === '' ? '' : `${a.of}/`;
-      for (const e of listed) {
-        if (!e.startsWith(prefix) || aliasOf.has(e)) continue;
-        const rest = e.slice(prefix.length);
-        if (rest.split('/').length > a.depth) continue;
-        const path = `${a.path}/${rest}`;
-        if (entries.has(path)) continue;
-        entries.add(path);
-        aliasOf.set(path, e);
-        if (regular.has(e)) regular.add(path);
-      }
-    }
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), aliasOf };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf };
 }

@@ -225,8 +225,22 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   // Links to folders that were not walked are listed too, so that reading them reports why.
   const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
   const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
-  // A file selected by its own path and through a link to its folder is read once, by its own path.
-  for (const [alias, own] of found.aliasOf) if (selected.has(fromDir(own))) selected.delete(fromDir(alias));
+  // A file the globs select by several paths (its own, and through links) is read once: by its
+  // own path when that is selected, else by the first. Only paths through links need a look.
+  if (found.realOf.size > 0) {
+    const byReal = new Map<string, string>();
+    const toDir = new Map(found.entries.map((e) => [fromDir(e), e] as const));
+    const realOfSelected = (p: string): string => {
+      const e = toDir.get(p);
+      return e === undefined ? join(realRoot, p) : found.realOf.get(e) ?? join(realRoot, e);
+    };
+    const ownFirst = [...selected].sort((a, b) => Number(found.realOf.has(toDir.get(a) ?? '')) - Number(found.realOf.has(toDir.get(b) ?? '')) || (a < b ? -1 : a > b ? 1 : 0));
+    for (const p of ownFirst) {
+      const real = realOfSelected(p);
+      if (byReal.has(real)) selected.delete(p);
+      else byReal.set(real, p);
+    }
+  }
   const regular = new Set<string>();
   for (const p of found.regular) regular.add(fromDir(p));
   return { paths: [...selected].sort(), regular };

@@ -191,7 +191,7 @@ export const MAX_GLOB_PARTS_IN_ALL = 64;
  * How many wildcards (a run of `*`, a `?`), classes, braces and extglobs a glob holds. Matching
  * takes time in proportion to them once V8 runs the expression on its linear engine, about
  * 0.05 to 0.09 ms each against a name of 245 characters (`{a,*}` 800 times: 0.25 s), so at most
- * 64 in all is some 5 ms a file at worst.
+ * 64 in all is some 5 ms a file at worst; a path of 4,000 characters under `**`, 23 to 57 ms.
  */
 export function globParts(glob: string): number {
   let n = 0;

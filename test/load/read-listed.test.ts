@@ -28,7 +28,10 @@ describe('reading what the listing found', () => {
     for (let i = 0; i < 5; i++) {
       writeFileSync(join(dir, `tenants/acme/fw-${i}.yaml`), `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec:\n  version_number: "1.0.${i}"\n  component_name: modem\n`);
     }
-    symlinkSync(join(dir, 'tenants/acme/fw-0.yaml'), join(dir, 'tenants/acme/link.yaml'));
+    // To a file no glob selects by its own path (one selected by both is read once, by its own).
+    mkdirSync(join(dir, 'data'));
+    writeFileSync(join(dir, 'data/fw.txt'), 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: {}\nspec:\n  version_number: "1.0.9"\n  component_name: modem\n');
+    symlinkSync(join(dir, 'data/fw.txt'), join(dir, 'tenants/acme/link.yaml'));
     const config = { dir, file: join(dir, 'dus-sync.yaml'), defaultTenant: 'acme', tenants: { acme: {} }, safety: {}, watchIntervalMs: 300_000, suspend: false };
     calls.lstat.length = 0;
     const files = await readParsedFiles(config);

@@ -511,16 +511,32 @@ describe('globs that a pull request can bend, round seven', () => {
     });
   }
 
-  for (const glob of ['{envs,tenants}/**/*.yaml', '@(envs)/**/*.yaml', '**/*.yaml']) {
-    it(`${glob}: a file under a link to a folder the walk lists by its own path is read once, named as the glob names it`, async () => {
-      const repo = tree({ 'dus-sync.yaml': config([glob]), 'shared/prod/x.yaml': 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "1.0.0" }\nbogus: 1\n', 'envs/stage.yaml': firmware('2.0.0') });
-      symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+  it('a file under a link to a folder the walk lists by its own path is read once, by its own path', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml']), 'shared/prod/x.yaml': 'apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: acme }\nspec: { version_number: "1.0.0" }\nbogus: 1\n', 'envs/stage.yaml': firmware('2.0.0') });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect((r.stdout.match(/bogus/g) ?? []).length).toBe(1);
+    expect(r.stdout).toContain('shared/prod/x.yaml:5:1');
+    expect(r.stdout).not.toContain('defined twice');
+  });
+});
+
+// An eighth breaker round: one file by several paths.
+describe('a file the globs reach by several paths is read once', () => {
+  const cases: [string, string[], Record<string, string>, [string, string][]][] = [
+    ['two globs, a link from one folder into the other', ['tenants/**/*.yaml', 'shared/**/*.yaml'], { 'shared/f.yaml': firmware('1.0.0'), 'tenants/.keep': '' }, [['../shared', 'tenants/s']]],
+    ['two globs, a link to a sibling folder', ['tenants/a/*.yaml', 'tenants/b/*.yaml'], { 'tenants/a/f.yaml': firmware('1.0.0') }, [['a', 'tenants/b']]],
+    ['a link walked deeper than its real folder', ['tenants/*/*.yaml', 'tenants/*/*/*.yaml'], { 'tenants/eu/prod/f.yaml': firmware('1.0.0') }, [['eu/prod', 'tenants/prod']]],
+    ['one glob naming both paths', ['tenants/{a/deep,l}/*.yaml'], { 'tenants/a/deep/f.yaml': firmware('1.0.0') }, [['a/deep', 'tenants/l']]],
+    ['a link to a file inside the repository', ['tenants/**/*.yaml'], { 'tenants/a/f.yaml': firmware('1.0.0') }, [['a/f.yaml', 'tenants/link.yaml']]],
+  ];
+  for (const [what, globs, files, links] of cases) {
+    it(`${what}: read once, not "defined twice"`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config(globs), ...files });
+      for (const [target, at] of links) symlinkSync(target, join(repo, at));
       const r = await runCli(['validate'], { cwd: repo });
-      expect(r.code).toBe(1);
-      // Once: the problem is reported for one path, not two, and no "defined twice".
-      expect((r.stdout.match(/bogus/g) ?? []).length).toBe(1);
-      expect(r.stdout).toContain(glob === '**/*.yaml' ? 'shared/prod/x.yaml:5:1' : 'envs/prod/x.yaml:5:1');
-      expect(r.stdout).not.toContain('defined twice');
+      expect([what, r.code, r.stdout]).toEqual([what, 0, '1 file, 1 document: valid\n']);
     });
   }
 });
