@@ -103,6 +103,24 @@ function classRegExp(text: string): RegExp | undefined {
   }
 }
 
+/** The first brace or parenthesis of a glob left open or closed without an opener (escapes and classes skipped), or undefined. */
+function unbalanced(glob: string): string | undefined {
+  const open: string[] = [];
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') {
+      const end = glob.indexOf(']', i + 2);
+      if (end > 0) i = end;
+    } else if (c === '(' || c === '{') open.push(c);
+    else if (c === ')' || c === '}') {
+      const opener = c === ')' ? '(' : '{';
+      if (open.pop() !== opener) return opener;
+    }
+  }
+  return open[0];
+}
+
 /** Most samples of a glob that hiddenName looks at (brace chains multiply them). */
 const MAX_SAMPLES = 256;
 
@@ -247,6 +265,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
     if (plain === 'node_modules' || (plain.startsWith('.') && plain !== '.' && plain !== '..')) {
       return { reason: `names "${plain.slice(0, 60)}", ${plain === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
     }
+  }
+  const unclosed = unbalanced(glob);
+  if (unclosed !== undefined) {
+    return { reason: `holds a "${unclosed}" that is not closed (or a closer that was not opened), which picomatch then reads as the character itself`, advice: `close it, or write \\${unclosed} for the character` };
   }
   if (glob.includes('[[:')) {
     return { reason: 'holds a POSIX class ("[[:…:]]"), after which picomatch copies the rest of the glob into its regular expression as written (a "." matches any character there)', advice: 'write the class out, as in "[a-zA-Z]" for "[[:alpha:]]"' };

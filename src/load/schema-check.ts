@@ -258,8 +258,14 @@ function toIssue(src: YamlSource, doc: Document.Parsed, e: ErrorObject, segments
       return { ...where(at.value), message: `${name} must be ${String((e.params as { limit: number }).limit)} or more` };
     case 'maximum':
       return { ...where(at.value), message: `${name} must be at most ${String((e.params as { limit: number }).limit)}` };
-    case 'minLength':
+    case 'minLength': {
+      // `- !archive/**` unquoted: YAML reads "!archive/**" as a tag on an empty value.
+      const tag = isScalar(at.value) ? at.value.tag : undefined;
+      if (tag !== undefined && tag.startsWith('!') && !tag.startsWith('!!')) {
+        return { ...where(at.value ?? at.key), message: `${name} is empty: YAML reads ${tag} as a tag, not as text; quote it, as in "${tag}"` };
+      }
       return { ...where(at.value ?? at.key), message: `${name} must not be empty` };
+    }
     case 'minItems':
       return { ...where(at.value ?? at.key), message: `${name} must not be an empty list; leave it out to mean all` };
     case 'pattern':

@@ -481,7 +481,9 @@ describe('globs that a pull request can bend, round seven', () => {
     ['?(a)[.]h/*.yaml', /names "\.h"/],
     ['{,.}h/*.yaml', /names "\.h"/],
     [' tenants/*.yaml', /starts or ends with a space/],
-    ['{', /is a glob picomatch cannot read \(an unclosed bracket, brace or parenthesis/],
+    ['{', /holds a "\{" that is not closed/],
+    ['+(a/*.yaml', /holds a "\(" that is not closed \(or a closer that was not opened\), which picomatch then reads as the character itself: close it, or write \\\( for the character/],
+    ['tenants/{a,b/*.yaml', /holds a "\{" that is not closed/],
     ['t/(?=a).yaml', /holds a form V8 cannot match in linear time/],
   ];
   for (const [glob, message] of cases) {
@@ -539,4 +541,14 @@ describe('a file the globs reach by several paths is read once', () => {
       expect([what, r.code, r.stdout]).toEqual([what, 0, '1 file, 1 document: valid\n']);
     });
   }
+});
+
+describe('an exclusion YAML reads as a tag', () => {
+  it('- !archive/** unquoted: the sentence says to quote it', async () => {
+    const repo = tree({ 'dus-sync.yaml': 'apiVersion: dus-sync/v1\nkind: Config\ndefault_tenant: acme\ntenants:\n  acme: {}\nresources:\n  - tenants/*.yaml\n  - !archive/**\n', 'tenants/a.yaml': firmware('1.0.0') });
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toContain('dus-sync.yaml:8:');
+    expect(r.stdout + r.stderr).toContain('resources[1] is empty: YAML reads !archive/** as a tag, not as text; quote it, as in "!archive/**"');
+  });
 });
