@@ -425,13 +425,14 @@ describe('globs that made picomatch backtrack for minutes end at once', () => {
 describe('globs that a pull request can bend, round six', () => {
   it('repetition nested five deep: refused where V8 cannot match it in linear time, else read at once', async () => {
     const glob = 'tenants/+(a+(a+(a+(a+(a)))))b.yaml';
-    for (const list of [[glob], ['tenants/*.yaml', `!${glob}`]]) {
-      const repo = tree({ 'dus-sync.yaml': config(list), [`tenants/${'a'.repeat(40)}.yaml`]: firmware('1.0.0') });
+    // Node 20's linear engine refuses this depth; Node 24's runs it (the glob then names no file here).
+    for (const list of [['tenants/ok.yaml', glob], ['tenants/*.yaml', `!${glob}`]]) {
+      const repo = tree({ 'dus-sync.yaml': config(list), 'tenants/ok.yaml': firmware('2.0.0'), [`tenants/${'a'.repeat(40)}.yaml`]: firmware('1.0.0') });
       const started = Date.now();
       const r = await runCli(['validate'], { cwd: repo, timeoutMs: 30_000 });
       expect(Date.now() - started).toBeLessThan(15_000);
       if (r.code === 1) expect(r.stdout + r.stderr).toContain('holds a form V8 cannot match in linear time (repetition nested too deeply');
-      else expect(r.code).toBe(0);
+      else expect([r.code, r.stdout]).toEqual([0, list[1]!.startsWith('!') ? '2 files, 2 documents: valid\n' : '1 file, 1 document: valid\n']);
     }
   });
 
