@@ -69,14 +69,9 @@ function unbounded(glob: string): GlobProblem | undefined {
   return { reason: 'holds a form V8 cannot match in linear time (repetition nested too deeply, or a lookaround written into it), so against a long file name matching it could take minutes', advice: 'write it with less nesting, or as several globs' };
 }
 
-/** A class in a glob: its text (`[a-z]`). */
-interface GlobClass {
-  readonly text: string;
-}
-
 /** The classes (`[…]`) of a glob, read as picomatch reads them: a `]` first is literal, escapes are skipped. */
-function classes(glob: string): GlobClass[] {
-  const out: GlobClass[] = [];
+function classes(glob: string): string[] {
+  const out: string[] = [];
   for (let i = 0; i < glob.length; i++) {
     if (glob[i] === '\\') {
       i++;
@@ -88,7 +83,7 @@ function classes(glob: string): GlobClass[] {
     if (glob[j] === ']') j++;
     while (j < glob.length && glob[j] !== ']') j += glob[j] === '\\' ? 2 : 1;
     if (j >= glob.length) break;
-    out.push({ text: glob.slice(i, j + 1) });
+    out.push(glob.slice(i, j + 1));
     i = j;
   }
   return out;
@@ -280,9 +275,9 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (named !== undefined) {
     return { reason: `names "${named.slice(0, 60)}" in a brace, an extglob or a class, ${named === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
   }
-  const slash = classes(glob).find((c) => classRegExp(c.text)?.test('/') === true);
+  const slash = classes(glob).find((c) => classRegExp(c)?.test('/') === true);
   if (slash !== undefined) {
-    return { reason: `holds the class "${slash.text.slice(0, 40)}", which can match "/", so the glob could name files deeper than its "/" say, which the walk does not list`, advice: 'leave "/" out of the class and name each folder level with "/"' };
+    return { reason: `holds the class "${slash.slice(0, 40)}", which can match "/", so the glob could name files deeper than its "/" say, which the walk does not list`, advice: 'leave "/" out of the class and name each folder level with "/"' };
   }
   const slow = unbounded(glob);
   if (slow !== undefined) return slow;

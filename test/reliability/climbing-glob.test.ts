@@ -9,6 +9,13 @@ import { describe, expect, it } from 'vitest';
 import { runCli, treesRemovedAfterAll } from '../e2e/helpers.js';
 
 const tree = treesRemovedAfterAll();
+const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
+/** A repository of everything in `repo`, in one commit: the base of `diff --base HEAD`. */
+const commitAll = (repo: string): void => {
+  git(repo, 'init', '-q');
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'base');
+};
 
 const firmware = (v: string, tenant = 'acme') => `apiVersion: dus-sync/v1\nkind: Firmware\nmetadata: { tenant: ${tenant} }\nspec:\n  version_number: "${v}"\n  component_name: modem\n  is_deactivated: false\n  uncompressed_size: 1\n  dependencies: []\n`;
 
@@ -129,10 +136,9 @@ describe('resources globs written other than plainly', () => {
   });
 
   it('diff --base: a base commit whose config has such a glob is named in a warning, its files not read by it', async () => {
-    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
     for (const glob of ['{../x}/*.yaml', '../../x/*.yaml', 'tenants/../x/*.yaml']) {
       const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', glob]), 'tenants/a.yaml': firmware('1.0.0'), 'x/f.yaml': firmware('2.0.0') });
-      git(repo, 'init', '-q'); git(repo, 'add', '-A'); git(repo, 'commit', '-q', '-m', 'base');
+      commitAll(repo);
       writeFileSync(join(repo, 'dus-sync.yaml'), config(['tenants/**/*.yaml']));
       const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
       expect(r.stderr).toContain(`the config file at the base ref has the resources glob ${JSON.stringify(glob)}, which `);
@@ -253,9 +259,8 @@ describe('paths and globs that a pull request can bend, round three', () => {
   });
 
   it('diff --base: a base config holding "!" is a warning, not picomatch\'s error', async () => {
-    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
     const repo = tree({ 'dus-sync.yaml': config(['tenants/*.yaml', '!']), 'tenants/a.yaml': firmware('1.0.0') });
-    git(repo, 'init', '-q'); git(repo, 'add', '-A'); git(repo, 'commit', '-q', '-m', 'base');
+    commitAll(repo);
     writeFileSync(join(repo, 'dus-sync.yaml'), config(['tenants/*.yaml']));
     const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
     expect(r.stderr).toContain('the config file at the base ref has the resources glob "!", which is an exclusion of nothing');
@@ -331,11 +336,10 @@ describe('paths and globs that a pull request can bend, round four', () => {
 
 // A fifth breaker round, and the review after it.
 describe('paths and globs that a pull request can bend, round five', () => {
-  const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd, encoding: 'utf8' });
 
   it('diff --base: the warning gives the whole reason, colons in it included', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['tenants/*.yaml', '!archive']), 'tenants/a.yaml': firmware('1.0.0') });
-    git(repo, 'init', '-q'); git(repo, 'add', '-A'); git(repo, 'commit', '-q', '-m', 'base');
+    commitAll(repo);
     writeFileSync(join(repo, 'dus-sync.yaml'), config(['tenants/*.yaml']));
     const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
     expect(r.stderr).toContain('the resources glob "!archive", which names no file (a folder, by its look: globs here match files, not folders); the working one is used for both sides.');
