@@ -20,7 +20,9 @@ COPY tsconfig.json ./
 COPY scripts ./scripts
 COPY schemas ./schemas
 COPY src ./src
-RUN npm run build \
+# The build leaves V8's code cache of dist/ (scripts/code-cache.mjs), which V8 takes only under
+# the flags it was made with: the same NODE_OPTIONS as the runtime stage below.
+RUN NODE_OPTIONS=--max-semi-space-size=16 npm run build \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
 # ---- runtime: dist, schemas and production dependencies only --------------------------------
@@ -36,7 +38,8 @@ ENV NODE_ENV=production
 # V8's young generation as Node 20 sizes it, 16 MiB a semi-space: Node 24 lets it grow to 64 MiB
 # on a machine with memory to spare, and watch at 200,000 records then peaked at 477 MB (the goal
 # is 400) against 354 MB with this, save-to-applied the same (docs/performance.md). V8 reads it
-# only when the heap is made, so it is node's flag, not one dus-sync could set for itself.
+# only when the heap is made, so it is node's flag, not one dus-sync could set for itself. The
+# build stage made dist/'s code cache under the same flag: change both together.
 ENV NODE_OPTIONS=--max-semi-space-size=16
 # The intent journal, the apply lock and the history of appends: a volume, never the config
 # mount (which is read-only, and swapped by git-sync).

@@ -1,12 +1,18 @@
 // Bundles src/ into dist/ with esbuild, laid out for a fast cold start:
 //
-//   dist/cli.js             the entry: commander, the command table and what they import, one file,
-//                           so that `--version` and `--help` load nothing else
-//   dist/commands/NAME.js   each command, loaded when it runs; validate (and the other offline
-//                           commands of STANDALONE) is one file holding all its code; the others
-//                           share dist/chunks/ among themselves
+//   dist/cli.js             the entry (src/cli/boot.ts): tunes V8 for the run, then loads main.cjs
+//   dist/main.cjs           commander, the command table and what they import, one file, so that
+//                           `--version` and `--help` load nothing else
+//   dist/commands/NAME.cjs  the offline commands of STANDALONE, each one file holding all its code
+//   dist/commands/NAME.mjs  the other commands, loaded when they run; they share dist/chunks/*.mjs
 //   dist/lazy/NAME.cjs      yaml and entities, required on first use (see LAZY)
 //   dist/index.js           the programmatic API (src/index.ts), one file
+//   dist/**/FILE.v8cache    V8's code cache of main.cjs and commands/*.cjs (scripts/code-cache.mjs)
+//
+// dist/ is CommonJS (dist/package.json), but for the commands that share chunks, which esbuild
+// splits only as ES modules. A CommonJS start skips Node's ES module loader (some 7 ms of a cold
+// `validate` on Node 20), and V8's code cache, which Node 20 offers for scripts only (vm.Script),
+// saves the compiling of what runs: some 25 ms more (src/cli/code-cache.ts).
 //
 // Every module file costs a start something (read, compile, link), and esbuild's code splitting
 // gave validate 17 of them: one per set of entry points sharing code. The modules of dist/cli.js
@@ -42,6 +48,7 @@ import { dirname, join, resolve } from 'node:path';
  */
 const STANDALONE = new Set(['validate', 'diff', 'schema', 'completion']);
 const MAIN = resolve('src/cli/main.ts');
+const BOOT = resolve('src/cli/boot.ts');
 /** The global that dist/cli.js puts its modules' namespaces on, by path from the repository. */
 const SHARED_KEY = "Symbol.for('dus-sync.cli-modules')";
 
@@ -66,17 +73,33 @@ const common = {
   metafile: true,
   logLevel: 'warning',
 };
+/** The same as CommonJS: import.meta.url is the file's URL, as in the ES modules. */
+const cjs = {
+  ...common,
+  format: 'cjs',
+  banner: {
+    js: "// Third-party code is bundled in dist/: its licenses are in dist/THIRD-PARTY-LICENSES.txt.\n"
+      + "const __dusImportMetaUrl = require('node:url').pathToFileURL(__filename).href;",
+  },
+  define: { ...common.define, 'import.meta.url': '__dusImportMetaUrl' },
+};
 
-// The command modules main.ts imports lazily (`import('./validate.js')`): dist/commands/NAME.js.
+// The command modules main.ts imports lazily (`import('./validate.js')`): dist/commands/NAME.cjs or
+// NAME.mjs. dist/main.cjs runs as a script compiled with its code cache (src/cli/code-cache.ts),
+// where an import() would need an experimental option of vm: main.ts's imports call the loader
+// of dist/cli.js instead, which requires NAME.cjs through its cache or imports NAME.mjs.
 const commands = new Set();
+const BOOT_KEY = "Symbol.for('dus-sync.boot')";
 const commandsApart = {
   name: 'commands-apart',
   setup(b) {
-    b.onResolve({ filter: /^\.\/[\w-]+\.js$/ }, (args) => {
-      if (args.kind !== 'dynamic-import' || args.importer !== MAIN) return undefined;
-      const name = args.path.slice(2, -3);
-      commands.add(name);
-      return { path: `./commands/${name}.js`, external: true };
+    b.onLoad({ filter: /[\\/]src[\\/]cli[\\/]main\.ts$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8').replace(/\bimport\('\.\/([\w-]+)\.js'\)/g, (_, name) => {
+        commands.add(name);
+        return `globalThis[${BOOT_KEY}].command(${JSON.stringify(`${name}.${STANDALONE.has(name) ? 'cjs' : 'mjs'}`)})`;
+      });
+      if (/\bimport\(/.test(text)) throw new Error('scripts/build.mjs: src/cli/main.ts imports something other than a command lazily');
+      return { contents: text, loader: 'ts' };
     });
   },
 };
@@ -112,7 +135,7 @@ const lazyModules = (apart) => ({
     b.onLoad({ filter: /.*/, namespace: 'lazy-module' }, (args) => ({
       contents: `let m;\n`
         + (args.pluginData.own
-          ? `const load = () => (m ??= require('node:module').createRequire(globalThis[${SHARED_KEY}]['dist/cli.js'])(${JSON.stringify(`./lazy/${args.path}.cjs`)}));\n`
+          ? `const load = () => (m ??= require('node:module').createRequire(globalThis[${SHARED_KEY}]['dist/main.cjs'])(${JSON.stringify(`./lazy/${args.path}.cjs`)}));\n`
           : `const load = () => (m ??= require(${JSON.stringify(args.path)}));\n`)
         + `for (const k of ${JSON.stringify(Object.keys(requireHere(args.path)))}) Object.defineProperty(exports, k, { enumerable: true, get: () => load()[k] });\n`,
       loader: 'js',
@@ -138,18 +161,28 @@ const precompiledValidators = {
 const plugins = [lazyModules(true), precompiledValidators];
 rmSync('dist', { recursive: true, force: true });
 
-// 1. Which of our modules the entry holds (a dry run), then dist/cli.js: a first module that
-//    puts their namespaces on the global, then main.ts (whose last line runs the program).
-const dry = await build({ ...common, entryPoints: [MAIN], outfile: 'dist/cli.js', write: false, plugins: [commandsApart, ...plugins] });
+// 1. Which of our modules the entry holds (a dry run), then dist/main.cjs: a first module that
+//    puts their namespaces on the global, then main.ts (whose last line runs the program); and
+//    dist/cli.js, which tunes V8 and loads it.
+const dry = await build({ ...cjs, entryPoints: [MAIN], outfile: 'dist/main.cjs', write: false, plugins: [commandsApart, ...plugins] });
 const shared = Object.keys(dry.metafile.inputs).filter((p) => p.startsWith('src/') && resolve(p) !== MAIN).sort();
 const registry = `${shared.map((p, i) => `import * as m${i} from ${JSON.stringify(resolve(p))};`).join('\n')}
-globalThis[${SHARED_KEY}] = Object.freeze({ 'dist/cli.js': import.meta.url, ${shared.map((p, i) => `${JSON.stringify(p)}: m${i}`).join(', ')} });
+globalThis[${SHARED_KEY}] = Object.freeze({ 'dist/main.cjs': import.meta.url, ${shared.map((p, i) => `${JSON.stringify(p)}: m${i}`).join(', ')} });
 `;
-const cli = await build({
-  ...common,
-  banner: { js: `#!/usr/bin/env node\n${common.banner.js}` },
-  stdin: { contents: `import 'dus-sync:shared-modules';\nimport ${JSON.stringify(MAIN)};\n`, resolveDir: process.cwd(), sourcefile: 'src/cli/entry.js' },
+const boot = await build({
+  ...cjs,
+  banner: { js: '#!/usr/bin/env node' },
+  define: common.define,
+  entryPoints: [BOOT],
   outfile: 'dist/cli.js',
+  sourcemap: false,
+});
+chmodSync('dist/cli.js', 0o755);
+writeFileSync('dist/package.json', `${JSON.stringify({ type: 'commonjs' }, null, 2)}\n`);
+const cli = await build({
+  ...cjs,
+  stdin: { contents: `import 'dus-sync:shared-modules';\nimport ${JSON.stringify(MAIN)};\n`, resolveDir: process.cwd(), sourcefile: 'src/cli/entry.js' },
+  outfile: 'dist/main.cjs',
   plugins: [commandsApart, ...plugins, {
     name: 'shared-modules',
     setup(b) {
@@ -158,7 +191,6 @@ const cli = await build({
     },
   }],
 });
-chmodSync('dist/cli.js', 0o755);
 
 // 2. The commands. An import of a module that dist/cli.js holds reads it from the global.
 const sharedPaths = new Map(shared.map((p) => [resolve(p), p]));
@@ -181,15 +213,15 @@ const fromCli = {
 };
 const commandsOut = { outdir: 'dist', entryNames: 'commands/[name]', chunkNames: 'chunks/[name]-[hash]' };
 const entry = (name) => [name, `src/cli/${name}.ts`];
-const builds = [dry, cli];
+const builds = [dry, boot, cli];
 for (const name of [...commands].filter((c) => STANDALONE.has(c))) {
-  builds.push(await build({ ...common, ...commandsOut, entryPoints: Object.fromEntries([entry(name)]), plugins: [fromCli, ...plugins] }));
+  builds.push(await build({ ...cjs, ...commandsOut, outExtension: { '.js': '.cjs' }, entryPoints: Object.fromEntries([entry(name)]), plugins: [fromCli, ...plugins] }));
 }
-builds.push(await build({ ...common, ...commandsOut, splitting: true, entryPoints: Object.fromEntries([...commands].filter((c) => !STANDALONE.has(c)).map(entry)), plugins: [fromCli, ...plugins] }));
+builds.push(await build({ ...common, ...commandsOut, outExtension: { '.js': '.mjs' }, splitting: true, entryPoints: Object.fromEntries([...commands].filter((c) => !STANDALONE.has(c)).map(entry)), plugins: [fromCli, ...plugins] }));
 for (const name of STANDALONE) if (!commands.has(name)) throw new Error(`scripts/build.mjs: STANDALONE names ${name}, which main.ts does not import`);
 
 // 3. The programmatic API, on its own.
-builds.push(await build({ ...common, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins: [lazyModules(false), precompiledValidators] }));
+builds.push(await build({ ...cjs, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins: [lazyModules(false), precompiledValidators] }));
 
 // 4. dist/lazy/NAME.cjs: the packages of LAZY that are apart, each bundled on its own.
 for (const { filter } of LAZY.filter((l) => l.apart)) {
@@ -206,7 +238,7 @@ for (const { filter } of LAZY.filter((l) => l.apart)) {
 // 5. Source maps keep the text of our sources only: the bundled packages' own are in node_modules
 //    of any install, and a stack trace is mapped without them (half of the maps' size).
 for (const dir of ['dist', 'dist/commands', 'dist/chunks', 'dist/lazy']) {
-  for (const name of readdirSync(dir).filter((f) => /\.c?js\.map$/.test(f))) {
+  for (const name of readdirSync(dir).filter((f) => /\.[cm]?js\.map$/.test(f))) {
     const map = JSON.parse(readFileSync(join(dir, name), 'utf8'));
     map.sourcesContent = map.sourcesContent?.map((text, i) => (map.sources[i].includes('node_modules/') ? null : text));
     writeFileSync(join(dir, name), JSON.stringify(map));
@@ -216,6 +248,9 @@ for (const dir of ['dist', 'dist/commands', 'dist/chunks', 'dist/lazy']) {
 if (!validatorsReplaced) throw new Error('src/load/validators.ts was not bundled: the precompiled validators are missing from dist/');
 if (!responseValidatorsReplaced) throw new Error('src/api/response-validators.ts was not bundled: the precompiled response validators are missing from dist/');
 writeFileSync('dist/THIRD-PARTY-LICENSES.txt', thirdPartyLicenses(builds.map((r) => r.metafile)));
+
+// 6. V8's code cache of dist/main.cjs and dist/commands/*.cjs, from runs of the built CLI.
+await import('./code-cache.mjs');
 
 /** Every package with code in the bundles: its name, version, license and license file(s). */
 function thirdPartyLicenses(metafiles) {

@@ -282,4 +282,6 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
-await main(process.argv);
+// Not awaited at the top level: dist/main.cjs is CommonJS (src/cli/boot.ts). main() handles its
+// own errors; anything else ends the process through the uncaughtException handler above.
+void main(process.argv);

@@ -1,5 +1,6 @@
 // V8's tuning for a command that runs for seconds, not days.
 import { setFlagsFromString } from 'node:v8';
+import { linearFallback } from '../regexp-engine.js';
 
 /**
  * TurboFan's budget for inlining into one optimized function, in bytecode bytes (V8's default
@@ -26,11 +27,29 @@ const FLAGS: readonly (readonly [string, number])[] = [
   ['--heap-growing-percent', SHORT_RUN_HEAP_GROWING_PERCENT],
 ];
 
-/** Sets each flag unless the command line chose it (`node --heap-growing-percent=N dist/cli.js ...`). */
+/**
+ * Sets each flag unless the command line chose it (`node --heap-growing-percent=N dist/cli.js ...`),
+ * and turns on the regular expressions' linear fallback the glob matchers would turn on later:
+ * every flag a one-shot command sets is set before its code is compiled (dist/cli.js calls this
+ * first), as when V8's code cache of dist/ was made (scripts/code-cache.mjs). Setting a flag to
+ * the value it has changes nothing, so the command's own call later is harmless.
+ */
 export function tuneForShortRun(execArgv: readonly string[] = process.execArgv): void {
   for (const [flag, value] of FLAGS) {
     if (execArgv.some((a) => a === flag || a.startsWith(`${flag}=`))) continue;
     setFlagsFromString(`${flag}=${value}`);
   }
+  linearFallback();
+}
+
+/**
+ * Whether the command line runs watch or the emulator, which run for days and keep V8's defaults.
+ * Read before commander parses it (dist/cli.js tunes V8 before it loads anything else): a word
+ * `watch` or `emulator` anywhere counts, so an option's value spelled so (`--tenant watch`) makes
+ * a one-shot command start with V8's defaults and tune when it runs, as it did before; only its
+ * start is slower (the code cache, made under the tuned flags, is not taken).
+ */
+export function runsForDays(args: readonly string[]): boolean {
+  return args.includes('watch') || args.includes('emulator');
 }
 

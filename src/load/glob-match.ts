@@ -2,15 +2,17 @@
 // backtrack: a glob with nested repetition (`+(*a)b.yaml`, `{a,aa}` thirty times, many `*`)
 // against a long file name ran for minutes, and the repository chooses both. V8 has a matcher
 // that does not backtrack, which it falls back to when a regular expression backtracks too much
-// (set up here, setUpEngine), but not for expressions with lookarounds, nor for repetition
+// (src/regexp-engine.ts), but not for expressions with lookarounds, nor for repetition
 // nested too deeply (src/load/resource-globs.ts refuses what it cannot run). picomatch adds two kinds of
 // those: guards that keep `.` and `..` names from matching, and `(?=.)`, "a character follows".
 // Listed paths hold no `.`, `..` or dot-names (the walk drops them), no empty names and no
 // trailing '/', so the guards go, and `(?=.)` goes or becomes a `+` where that is the same on such
 // paths (the property test in test/load/glob-match.test.ts holds this against picomatch). What
 // keeps a lookaround is a negated extglob (`!(archive)`): src/load/resource-globs.ts bounds those.
-import { setFlagsFromString } from 'node:v8';
 import picomatch from 'picomatch';
+import { linearFallback } from '../regexp-engine.js';
+
+export { BACKTRACKS_BEFORE_LINEAR } from '../regexp-engine.js';
 
 const DOT_GUARDS = ['(?!\\.{1,2}(?:\\/|$))', '(?!(?:^|\\/)\\.{1,2}(?:\\/|$))'];
 const FOLLOWS = '(?=.)';
@@ -84,7 +86,7 @@ export function globRegExp(glob: string): RegExp {
     out += FOLLOWS;
   }
   out += source.slice(at);
-  engineReady ??= setUpEngine();
+  linearFallback();
   return new RegExp(nonCapturing(out), re.flags);
 }
 
@@ -117,40 +119,12 @@ function nonCapturing(source: string): string {
 }
 
 /**
- * The backtracks V8 allows a regular expression before it runs it on its linear engine instead
- * (V8's default is 50,000: 0.33 ms a file against `+(*a)b.yaml` and a name of 250 characters; at
- * 1,000, 0.05 ms). Matching on the linear engine from the start, flag `l`, was 40 times slower on
- * plain globs (1.5 s against 38 ms for 200,000 paths), so it is the fallback, not the way.
- */
-export const BACKTRACKS_BEFORE_LINEAR = 1000;
-
-let engineReady: boolean | undefined;
-
-/**
- * Turns on V8's linear engine as the fallback of expressions that backtrack too much, and its flag
- * `l`, which says whether an expression can run there. Once, here, so that every caller (the CLI,
- * watch, tests) gets it. False when V8 has no such engine.
- */
-function setUpEngine(): boolean {
-  try {
-    setFlagsFromString('--enable-experimental-regexp-engine');
-    setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
-    setFlagsFromString(`--regexp-backtracks-before-fallback=${BACKTRACKS_BEFORE_LINEAR}`);
-    // eslint-disable-next-line no-invalid-regexp -- V8's flag for its linear engine, which the lines above turn on
-    return new RegExp('a', 'l').flags.includes('l');
-  } catch {
-    return false;
-  }
-}
-
-/**
  * Whether matching with `re` (a globRegExp) is bounded: V8 can run it on its linear engine, so
  * it does when it backtracks too much. On a V8 without the flag `l` to ask, whether it is free of
  * lookarounds (which that engine cannot run).
  */
 export function isBounded(re: RegExp): boolean {
-  engineReady ??= setUpEngine();
-  if (!engineReady) return !hasLookaround(re);
+  if (!linearFallback()) return !hasLookaround(re);
   try {
     return new RegExp(re.source, `${re.flags}l`).flags.includes('l');
   } catch {

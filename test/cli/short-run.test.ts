@@ -7,17 +7,30 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 const set = vi.fn();
 vi.mock('node:v8', async (original) => ({ ...(await original<typeof V8>()), setFlagsFromString: (f: string) => set(f) }));
 
-const { SHORT_RUN_HEAP_GROWING_PERCENT, SHORT_RUN_INLINING_BUDGET, tuneForShortRun } = await import('../../src/cli/short-run.js');
+const { SHORT_RUN_HEAP_GROWING_PERCENT, SHORT_RUN_INLINING_BUDGET, runsForDays, tuneForShortRun } = await import('../../src/cli/short-run.js');
+const { LINEAR_FALLBACK_FLAGS } = await import('../../src/regexp-engine.js');
 
 describe('V8 tuning for a short run', () => {
   beforeEach(() => set.mockClear());
 
-  it('sets the inlining budget and the heap growing factor', () => {
+  it('sets the inlining budget and the heap growing factor, and the linear fallback of regular expressions once', () => {
+    tuneForShortRun([]);
+    expect(set.mock.calls).toEqual([
+      [`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`],
+      [`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`],
+      ...LINEAR_FALLBACK_FLAGS.map((f) => [f]),
+    ]);
+    set.mockClear();
     tuneForShortRun([]);
     expect(set.mock.calls).toEqual([
       [`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`],
       [`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`],
     ]);
+  });
+
+  it('tells watch and the emulator, which run for days, from the rest before commander reads the line', () => {
+    for (const args of [['watch'], ['--config', 'x.yaml', 'watch', '--listen', ':9090'], ['emulator', '--port', '0']]) expect([args, runsForDays(args)]).toEqual([args, true]);
+    for (const args of [[], ['validate'], ['plan', '--format', 'json'], ['--config', 'watchtower.yaml', 'apply'], ['--help']]) expect([args, runsForDays(args)]).toEqual([args, false]);
   });
 
   it('keeps a value chosen on the command line, flag by flag', () => {

@@ -2,7 +2,7 @@
 // or a cluster: the image's HEALTHCHECK command is run as Docker would run it (exec form) against
 // a real `watch`, and the manifests are read for the mistakes that keep a pod from starting.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,6 +62,30 @@ describe('the image (Dockerfile)', () => {
     // node takes the flag from NODE_OPTIONS (one it does not allow there is exit 9), and the CLI runs.
     const v = spawnSync(process.execPath, [CLI, '--version'], { env, encoding: 'utf8', timeout: 30_000 });
     expect([v.status, v.stderr]).toEqual([0, '']);
+  });
+
+  it('builds dist/ under the NODE_OPTIONS it runs with, so that V8 takes the code cache the build made', () => {
+    const runtime = /^ENV NODE_OPTIONS=(\S+)$/m.exec(dockerfile)![1]!;
+    const build = /^RUN NODE_OPTIONS=(\S+) npm run build\b/m.exec(dockerfile)?.[1];
+    expect(build).toBe(runtime);
+    // The build stage's step, in a copy: the caches made under the flag, then the CLI run with and without it.
+    const top = mkdtempSync(join(work, 'image-'));
+    for (const d of ['dist', 'schemas', 'examples']) cpSync(join(REPO, d), join(top, d), { recursive: true });
+    mkdirSync(join(top, 'scripts'));
+    for (const f of ['code-cache.mjs', 'code-cache-writer.cjs']) cpSync(join(REPO, 'scripts', f), join(top, 'scripts', f));
+    for (const f of readdirSync(join(top, 'dist'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.v8cache'))) rmSync(join(top, 'dist', f));
+    const env = { ...process.env, NODE_OPTIONS: build! };
+    const made = spawnSync(process.execPath, ['scripts/code-cache.mjs'], { cwd: top, env, encoding: 'utf8', timeout: 60_000 });
+    expect([made.status, made.stderr]).toEqual([0, '']);
+    const caches = (options: string): unknown => {
+      const report = join(top, `report-${options.length}.json`);
+      const r = spawnSync(process.execPath, ['--require', join(REPO, 'test', 'fixtures', 'code-cache-report.cjs'), join(top, 'dist', 'cli.js'), '--config', join(top, 'examples', 'dus-sync.yaml'), 'validate'],
+        { env: { ...process.env, NODE_OPTIONS: options, CODE_CACHE_REPORT: report }, encoding: 'utf8', timeout: 30_000 });
+      expect([r.status, r.stderr]).toEqual([0, '']);
+      return JSON.parse(readFileSync(report, 'utf8'));
+    };
+    expect(caches(runtime)).toEqual([{ file: 'main.cjs', cache: 'taken' }, { file: 'validate.cjs', cache: 'taken' }]);
+    expect(caches('')).toEqual([{ file: 'main.cjs', cache: 'refused' }, { file: 'validate.cjs', cache: 'refused' }]);
   });
 
   it('the HEALTHCHECK follows DUS_SYNC_LISTEN: healthy while watch serves there, unhealthy when it stops', async () => {

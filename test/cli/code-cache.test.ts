@@ -1,0 +1,112 @@
+// dist/cli.js loads dist/main.cjs and dist/commands/*.cjs through V8's code cache made at build
+// time (src/cli/code-cache.ts, scripts/code-cache.mjs): taken when this Node made it with these
+// flags, and otherwise never run as the code of anything but the file's own bytes.
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const REPORTER = join(ROOT, 'test', 'fixtures', 'code-cache-report.cjs');
+const EXAMPLES = join(ROOT, 'examples', 'dus-sync.yaml');
+const work = mkdtempSync(join(tmpdir(), 'dus-code-cache-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+interface Run { status: number | null; stdout: string; stderr: string; report: { file: string; cache: string }[] | null }
+
+function run(dist: string, args: string[], nodeFlags: string[] = []): Run {
+  const reportFile = join(work, `report-${Math.random().toString(36).slice(2)}.json`);
+  const r = spawnSync(process.execPath, [...nodeFlags, '--require', REPORTER, join(dist, 'cli.js'), ...args], {
+    encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', CODE_CACHE_REPORT: reportFile, NODE_OPTIONS: '' },
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, report: JSON.parse(readFileSync(reportFile, 'utf8')) as Run['report'] };
+}
+
+/** A copy of dist/ (and schemas/ beside it, as in the package) to change. */
+function copyOfDist(): string {
+  const top = mkdtempSync(join(work, 'pkg-'));
+  cpSync(join(ROOT, 'dist'), join(top, 'dist'), { recursive: true });
+  cpSync(join(ROOT, 'schemas'), join(top, 'schemas'), { recursive: true });
+  return join(top, 'dist');
+}
+
+/** The Node version a cache names in its header. */
+const madeBy = (cache: string): string => readFileSync(cache).subarray(0, 128).toString('latin1').split('\n')[1]!;
+
+describe('V8 code cache of dist/', () => {
+  const dist = join(ROOT, 'dist');
+
+  it('is made for main.cjs and every command built as one CommonJS file', () => {
+    const cjs = readdirSync(join(dist, 'commands')).filter((f) => f.endsWith('.cjs'));
+    expect(cjs.sort()).toEqual(['completion.cjs', 'diff.cjs', 'schema.cjs', 'validate.cjs']);
+    for (const f of [join(dist, 'main.cjs'), ...cjs.map((f) => join(dist, 'commands', f))]) expect(existsSync(`${f}.v8cache`), f).toBe(true);
+  });
+
+  it('is taken by validate when this Node made it, and the output is the same as without', () => {
+    const expected = madeBy(join(dist, 'main.cjs.v8cache')) === process.version ? 'taken' : 'none';
+    const r = run(dist, ['--config', EXAMPLES, 'validate']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^\d+ files, \d+ documents: valid\n$/);
+    expect(r.report).toEqual([{ file: 'main.cjs', cache: expected }, { file: 'validate.cjs', cache: expected }]);
+    const copy = copyOfDist();
+    for (const f of readdirSync(copy, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.v8cache'))) rmSync(join(copy, f));
+    const without = run(copy, ['--config', EXAMPLES, 'validate']);
+    expect(without.report).toEqual([{ file: 'main.cjs', cache: 'none' }, { file: 'validate.cjs', cache: 'none' }]);
+    expect([without.status, without.stdout, without.stderr]).toEqual([r.status, r.stdout, r.stderr]);
+  });
+
+  it('never runs as the code of a file changed since, even by an edit of the same length (V8 checks only the length)', () => {
+    const copy = copyOfDist();
+    const file = join(copy, 'commands', 'validate.cjs');
+    const text = readFileSync(file, 'utf8');
+    const edited = text.replace('c2("green", "valid")', 'c2("green", "VALID")');
+    expect(edited).not.toBe(text);
+    expect(edited.length).toBe(text.length);
+    writeFileSync(file, edited);
+    const r = run(copy, ['--config', EXAMPLES, 'validate']);
+    expect(r.stdout).toMatch(/documents: VALID\n$/);
+    expect(r.report![1]).toEqual({ file: 'validate.cjs', cache: 'none' });
+  });
+
+  it('is not taken from a cache of another Node, and one V8 refuses (garbage, other flags) costs only the compiling', () => {
+    const madeHere = madeBy(join(dist, 'main.cjs.v8cache')) === process.version;
+    const copy = copyOfDist();
+    const cache = join(copy, 'commands', 'validate.cjs.v8cache');
+    const bytes = readFileSync(cache);
+    const head = bytes.subarray(0, 128).toString('latin1').split('\n');
+    const headLength = head[0]!.length + head[1]!.length + head[2]!.length + 3;
+    const source = readFileSync(join(copy, 'commands', 'validate.cjs'));
+    // Another Node's version in the header: not offered to V8 at all.
+    writeFileSync(cache, Buffer.concat([Buffer.from(`${head[0]}\nv0.0.1\n${head[2]}\n`), bytes.subarray(headLength)]));
+    let r = run(copy, ['--config', EXAMPLES, 'validate']);
+    expect([r.status, r.report![1]]).toEqual([0, { file: 'validate.cjs', cache: 'none' }]);
+    // This Node's header and bytes, V8's data replaced by garbage: V8 refuses it.
+    writeFileSync(cache, Buffer.concat([Buffer.from(`${head[0]}\n${process.version}\n${head[2]}\n`), source, Buffer.alloc(4096, 0x5a)]));
+    r = run(copy, ['--config', EXAMPLES, 'validate']);
+    expect([r.status, r.stdout, r.report![1]]).toEqual([0, expect.stringMatching(/documents: valid\n$/), { file: 'validate.cjs', cache: 'refused' }]);
+    // A V8 flag on node's command line that the build did not have: every cache is refused.
+    r = run(dist, ['--config', EXAMPLES, 'validate'], ['--max-old-space-size=3000']);
+    expect([r.status, r.stdout]).toEqual([0, expect.stringMatching(/documents: valid\n$/)]);
+    expect(r.report).toEqual([{ file: 'main.cjs', cache: madeHere ? 'refused' : 'none' }, { file: 'validate.cjs', cache: madeHere ? 'refused' : 'none' }]);
+  });
+
+  it('is read, never written, by the runs of users: dist/ is the same after them', () => {
+    const copy = copyOfDist();
+    const snapshot = () => readdirSync(copy, { recursive: true, encoding: 'utf8' }).sort()
+      .map((f) => [f, statSync(join(copy, f)).isFile() ? readFileSync(join(copy, f)).toString('base64') : 'dir']);
+    const before = snapshot();
+    expect(run(copy, ['--config', EXAMPLES, 'validate']).status).toBe(0);
+    expect(run(copy, ['schema', 'config']).status).toBe(0);
+    expect(run(copy, ['--version']).status).toBe(0);
+    expect(run(copy, ['emulator', '--help']).status).toBe(0);
+    expect(snapshot()).toEqual(before);
+  });
+
+  it('is made under the flags of a one-shot command: watch and the emulator keep V8\'s defaults, and compile', () => {
+    const madeHere = madeBy(join(dist, 'main.cjs.v8cache')) === process.version;
+    const r = run(dist, ['emulator', '--help']);
+    expect([r.status, r.stdout]).toEqual([0, expect.stringContaining('Usage: dus-sync emulator')]);
+    expect(r.report).toEqual([{ file: 'main.cjs', cache: madeHere ? 'refused' : 'none' }]);
+  });
+});
