@@ -4,15 +4,19 @@
 //   dist/main.cjs           commander, the command table and what they import, one file, so that
 //                           `--version` and `--help` load nothing else
 //   dist/commands/NAME.cjs  the offline commands of STANDALONE, each one file holding all its code
-//   dist/commands/NAME.mjs  the other commands, loaded when they run; they share dist/chunks/*.mjs
+//   dist/commands/online.cjs  plan, apply, export, review, status and init, one file: each
+//                           command's modules run when the command is first asked for (GROUPS)
+//   dist/commands/agent.cjs watch and the emulator, the same way
 //   dist/lazy/NAME.cjs      yaml and entities, required on first use (see LAZY)
 //   dist/index.js           the programmatic API (src/index.ts), one file
 //   dist/**/FILE.v8cache    V8's code cache of main.cjs and commands/*.cjs (scripts/code-cache.mjs)
 //
-// dist/ is CommonJS (dist/package.json), but for the commands that share chunks, which esbuild
-// splits only as ES modules. A CommonJS start skips Node's ES module loader (some 7 ms of a cold
-// `validate` on Node 20), and V8's code cache, which Node 20 offers for scripts only (vm.Script),
-// saves the compiling of what runs: some 25 ms more (src/cli/code-cache.ts).
+// dist/ is CommonJS (dist/package.json). A CommonJS start skips Node's ES module loader (some
+// 7 ms of a cold `validate` on Node 20), and V8's code cache, which Node 20 offers for scripts only
+// (vm.Script), saves the compiling of what runs: some 25 ms more (src/cli/code-cache.ts). esbuild
+// splits code into shared chunks only for ES modules, so the commands that used to share chunks
+// are in two files (GROUPS), in which each command's modules are initialized lazily (esbuild wraps
+// a module that is require()d so that it runs when first required).
 //
 // Every module file costs a start something (read, compile, link), and esbuild's code splitting
 // gave validate 17 of them: one per set of entry points sharing code. The modules of dist/cli.js
@@ -43,10 +47,19 @@ import { dirname, join, resolve } from 'node:path';
 /**
  * Commands built as one file each, all their code in it: the offline ones that run in CI, in
  * hooks and in shells, where their start is most of their time (validate's is a goal: at most
- * twice `node -e 0`). The others share chunks: a copy of undici and the loader in each of them
+ * twice `node -e 0`). The others are in GROUPS: a copy of undici and the loader in each of them
  * would make dist/ some 40 MB.
  */
 const STANDALONE = new Set(['validate', 'diff', 'schema', 'completion']);
+/**
+ * The other commands, in files of several (esbuild splits shared code into chunks only for ES
+ * modules): each command's modules, and the packages they import, are initialized when it is first
+ * asked for. watch and the emulator are apart: with them in one file, plan's peak RSS was some
+ * 9 MB higher (V8 keeps what it compiled of the whole file), and they run with V8's default flags,
+ * under which the code cache, made for one-shot commands, is refused (src/cli/short-run.ts).
+ */
+const GROUPS = { 'online.cjs': ['plan', 'apply', 'export', 'review', 'status', 'init'], 'agent.cjs': ['watch', 'emulator'] };
+const LONG_RUNNING = 'agent.cjs';
 const MAIN = resolve('src/cli/main.ts');
 const BOOT = resolve('src/cli/boot.ts');
 /** The global that dist/cli.js puts its modules' namespaces on, by path from the repository. */
@@ -84,10 +97,10 @@ const cjs = {
   define: { ...common.define, 'import.meta.url': '__dusImportMetaUrl' },
 };
 
-// The command modules main.ts imports lazily (`import('./validate.js')`): dist/commands/NAME.cjs or
-// NAME.mjs. dist/main.cjs runs as a script compiled with its code cache (src/cli/code-cache.ts),
-// where an import() would need an experimental option of vm: main.ts's imports call the loader
-// of dist/cli.js instead, which requires NAME.cjs through its cache or imports NAME.mjs.
+// The command modules main.ts imports lazily (`import('./validate.js')`): dist/commands/NAME.cjs,
+// or the command NAME of a file of GROUPS. dist/main.cjs runs as a script compiled with
+// its code cache (src/cli/code-cache.ts), where an import() would need an experimental option of
+// vm: main.ts's imports call the loader of dist/cli.js instead, which loads the file through its cache.
 const commands = new Set();
 const BOOT_KEY = "Symbol.for('dus-sync.boot')";
 const commandsApart = {
@@ -96,7 +109,9 @@ const commandsApart = {
     b.onLoad({ filter: /[\\/]src[\\/]cli[\\/]main\.ts$/ }, (args) => {
       const text = readFileSync(args.path, 'utf8').replace(/\bimport\('\.\/([\w-]+)\.js'\)/g, (_, name) => {
         commands.add(name);
-        return `globalThis[${BOOT_KEY}].command(${JSON.stringify(`${name}.${STANDALONE.has(name) ? 'cjs' : 'mjs'}`)})`;
+        const group = Object.keys(GROUPS).find((g) => GROUPS[g].includes(name));
+        const args = STANDALONE.has(name) || group === undefined ? [`${name}.cjs`] : [group, name];
+        return `globalThis[${BOOT_KEY}].command(${args.map((a) => JSON.stringify(a)).join(', ')})`;
       });
       if (/\bimport\(/.test(text)) throw new Error('scripts/build.mjs: src/cli/main.ts imports something other than a command lazily');
       return { contents: text, loader: 'ts' };
@@ -217,7 +232,21 @@ const builds = [dry, boot, cli];
 for (const name of [...commands].filter((c) => STANDALONE.has(c))) {
   builds.push(await build({ ...cjs, ...commandsOut, outExtension: { '.js': '.cjs' }, entryPoints: Object.fromEntries([entry(name)]), plugins: [fromCli, ...plugins] }));
 }
-builds.push(await build({ ...common, ...commandsOut, outExtension: { '.js': '.mjs' }, splitting: true, entryPoints: Object.fromEntries([...commands].filter((c) => !STANDALONE.has(c)).map(entry)), plugins: [fromCli, ...plugins] }));
+for (const [file, names] of Object.entries(GROUPS)) {
+  builds.push(await build({
+    ...cjs,
+    stdin: {
+      contents: names.map((c) => `exports[${JSON.stringify(c)}] = () => require(${JSON.stringify(resolve(`src/cli/${c}.ts`))});`).join('\n'),
+      resolveDir: process.cwd(),
+      sourcefile: `src/cli/${file.replace(/\.cjs$/, '.js')}`,
+      loader: 'js',
+    },
+    outfile: `dist/commands/${file}`,
+    plugins: [fromCli, ...plugins],
+  }));
+}
+const grouped = Object.values(GROUPS).flat();
+for (const name of commands) if (!STANDALONE.has(name) && !grouped.includes(name)) throw new Error(`scripts/build.mjs: main.ts imports the command ${name}, which neither STANDALONE nor GROUPS names`);
 for (const name of STANDALONE) if (!commands.has(name)) throw new Error(`scripts/build.mjs: STANDALONE names ${name}, which main.ts does not import`);
 
 // 3. The programmatic API, on its own.
@@ -237,8 +266,8 @@ for (const { filter } of LAZY.filter((l) => l.apart)) {
 
 // 5. Source maps keep the text of our sources only: the bundled packages' own are in node_modules
 //    of any install, and a stack trace is mapped without them (half of the maps' size).
-for (const dir of ['dist', 'dist/commands', 'dist/chunks', 'dist/lazy']) {
-  for (const name of readdirSync(dir).filter((f) => /\.[cm]?js\.map$/.test(f))) {
+for (const dir of ['dist', 'dist/commands', 'dist/lazy']) {
+  for (const name of readdirSync(dir).filter((f) => /\.c?js\.map$/.test(f))) {
     const map = JSON.parse(readFileSync(join(dir, name), 'utf8'));
     map.sourcesContent = map.sourcesContent?.map((text, i) => (map.sources[i].includes('node_modules/') ? null : text));
     writeFileSync(join(dir, name), JSON.stringify(map));
@@ -249,8 +278,10 @@ if (!validatorsReplaced) throw new Error('src/load/validators.ts was not bundled
 if (!responseValidatorsReplaced) throw new Error('src/api/response-validators.ts was not bundled: the precompiled response validators are missing from dist/');
 writeFileSync('dist/THIRD-PARTY-LICENSES.txt', thirdPartyLicenses(builds.map((r) => r.metafile)));
 
-// 6. V8's code cache of dist/main.cjs and dist/commands/*.cjs, from runs of the built CLI.
+// 6. V8's code cache of dist/main.cjs and dist/commands/*.cjs, from runs of the built CLI; none
+//    for watch and the emulator, which would refuse it (GROUPS).
 await import('./code-cache.mjs');
+rmSync(join('dist', 'commands', `${LONG_RUNNING}.v8cache`));
 
 /** Every package with code in the bundles: its name, version, license and license file(s). */
 function thirdPartyLicenses(metafiles) {

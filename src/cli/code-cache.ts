@@ -13,7 +13,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Script } from 'node:vm';
 
 export const CODE_CACHE_SUFFIX = '.v8cache';
@@ -22,7 +21,6 @@ const MAGIC = 'dus-sync V8 code cache';
 /** A file loaded here: its compiled script, and what became of its cache. */
 export interface LoadedFile {
   readonly file: string;
-  readonly source: Buffer;
   readonly script: Script;
   /** 'none': no cache, or one made by another Node or from other bytes; else whether V8 took it. */
   readonly cache: 'none' | 'taken' | 'refused';
@@ -31,8 +29,11 @@ export interface LoadedFile {
 /** What dist/cli.js shares with the files it loads (and with scripts/code-cache.mjs, which reads `loaded`). */
 export interface Boot {
   readonly loaded: LoadedFile[];
-  /** A file of dist/commands/: NAME.cjs loaded here, NAME.mjs imported (the commands that share chunks). */
-  command(file: string): Promise<unknown>;
+  /**
+   * A file of dist/commands/, loaded once: its exports; with `name`, what its function `name`
+   * gives (online.cjs holds several commands, each initialized when first asked for).
+   */
+  command(file: string, name?: string): Promise<unknown>;
   /**
    * For the build only (scripts/code-cache.mjs calls it as the process exits): writes FILE.v8cache
    * for each file loaded, with what V8 compiled of it while it ran, and for each of
@@ -76,7 +77,7 @@ export function loadCompiled(file: string, loaded: LoadedFile[]): unknown {
   const cache = readCache(file);
   const cachedData = cache === undefined ? undefined : cachedDataOf(cache, source);
   const script = new Script(wrap(source), { filename: file, ...(cachedData === undefined ? {} : { cachedData }) });
-  loaded.push({ file, source, script, cache: cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'refused' : 'taken' });
+  loaded.push({ file, script, cache: cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'refused' : 'taken' });
   const run = script.runInThisContext() as (...args: unknown[]) => void;
   const module = { exports: {} as unknown };
   run.call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
@@ -86,12 +87,19 @@ export function loadCompiled(file: string, loaded: LoadedFile[]): unknown {
 /** Puts the loader on the global for the files it loads, and loads `main`. */
 export function boot(dist: string, main: string): void {
   const loaded: LoadedFile[] = [];
+  const files = new Map<string, unknown>();
   const shared: Boot = {
     loaded,
-    command(file) {
-      const path = join(dist, 'commands', file);
-      // An import() in code compiled by vm would need an experimental option: it is made here.
-      return file.endsWith('.cjs') ? Promise.resolve().then(() => loadCompiled(path, loaded)) : import(pathToFileURL(path).href);
+    command(file, name) {
+      return Promise.resolve().then(() => {
+        const path = join(dist, 'commands', file);
+        if (!files.has(path)) files.set(path, loadCompiled(path, loaded));
+        const exports = files.get(path) as Record<string, unknown>;
+        if (name === undefined) return exports;
+        const init = exports[name];
+        if (typeof init !== 'function') throw new Error(`${path} has no command ${name}: rebuild dist/ (npm run build)`);
+        return (init as () => unknown)();
+      });
     },
     writeCaches() {
       const written: string[] = [];
@@ -99,7 +107,7 @@ export function boot(dist: string, main: string): void {
         writeFileSync(`${file}${CODE_CACHE_SUFFIX}`, codeCacheFile(source, script.createCachedData()));
         written.push(file);
       };
-      for (const { file, source, script } of loaded) write(file, source, script);
+      for (const { file, script } of loaded) write(file, readFileSync(file), script);
       const commands = join(dist, 'commands');
       for (const name of readdirSync(commands).filter((f) => f.endsWith('.cjs')).sort()) {
         const file = join(commands, name);

@@ -21,7 +21,7 @@ let emulator: RunningEmulator;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dus-crash-'));
-  // Two levels below the project (as dist/chunks/ is), so that the bundle resolves its external
+  // Two levels below the project (as dist/commands/ is), so that the bundle resolves its external
   // packages and finds schemas/ as the built CLI does.
   const cache = resolve('node_modules/.dus-sync-test');
   await mkdir(cache, { recursive: true });

@@ -1,7 +1,7 @@
 // dist/cli.js loads dist/main.cjs and dist/commands/*.cjs through V8's code cache made at build
 // time (src/cli/code-cache.ts, scripts/code-cache.mjs): taken when this Node made it with these
 // flags, and otherwise never run as the code of anything but the file's own bytes.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -37,10 +37,11 @@ const madeBy = (cache: string): string => readFileSync(cache).subarray(0, 128).t
 describe('V8 code cache of dist/', () => {
   const dist = join(ROOT, 'dist');
 
-  it('is made for main.cjs and every command built as one CommonJS file', () => {
+  it('is made for main.cjs and the files of one-shot commands, not for watch and the emulator (which refuse it)', () => {
     const cjs = readdirSync(join(dist, 'commands')).filter((f) => f.endsWith('.cjs'));
-    expect(cjs.sort()).toEqual(['completion.cjs', 'diff.cjs', 'schema.cjs', 'validate.cjs']);
-    for (const f of [join(dist, 'main.cjs'), ...cjs.map((f) => join(dist, 'commands', f))]) expect(existsSync(`${f}.v8cache`), f).toBe(true);
+    expect(cjs.sort()).toEqual(['agent.cjs', 'completion.cjs', 'diff.cjs', 'online.cjs', 'schema.cjs', 'validate.cjs']);
+    for (const f of ['main.cjs', ...cjs.map((f) => `commands/${f}`)]) expect([f, existsSync(join(dist, `${f}.v8cache`))]).toEqual([f, f !== 'commands/agent.cjs']);
+    expect(readdirSync(dist).sort()).toEqual(['THIRD-PARTY-LICENSES.txt', 'cli.js', 'commands', 'index.js', 'index.js.map', 'lazy', 'main.cjs', 'main.cjs.map', 'main.cjs.v8cache', 'package.json']);
   });
 
   it('is taken by validate when this Node made it, and the output is the same as without', () => {
@@ -108,5 +109,29 @@ describe('V8 code cache of dist/', () => {
     const r = run(dist, ['emulator', '--help']);
     expect([r.status, r.stdout]).toEqual([0, expect.stringContaining('Usage: dus-sync emulator')]);
     expect(r.report).toEqual([{ file: 'main.cjs', cache: madeHere ? 'refused' : 'none' }]);
+  });
+
+  it('loads plan from online.cjs with its cache, against the emulator', async () => {
+    const { startEmulator } = await import('../../src/emulator/index.js');
+    const em = await startEmulator({ seed: join(ROOT, 'examples', 'emulator-seed.yaml') });
+    try {
+      const expected = madeBy(join(dist, 'commands', 'online.cjs.v8cache')) === process.version ? 'taken' : 'none';
+      const reportFile = join(work, 'plan-report.json');
+      const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
+        const p = spawn(process.execPath, ['--require', REPORTER, join(dist, 'cli.js'), '--config', EXAMPLES, '-t', 'acme', 'plan', '--format', 'json'], {
+          env: { ...process.env, NO_COLOR: '1', CODE_CACHE_REPORT: reportFile, NODE_OPTIONS: '', DUS_BASE_URL: em.url, DUS_API_KEY_ACME: 'dev-key-acme' },
+        });
+        let stdout = '';
+        let stderr = '';
+        p.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+        p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+        p.on('close', (status) => done({ status, stdout, stderr }));
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect((JSON.parse(r.stdout) as { changes: unknown[] }).changes.length).toBeGreaterThan(0);
+      expect(JSON.parse(readFileSync(reportFile, 'utf8'))).toEqual([{ file: 'main.cjs', cache: expected }, { file: 'online.cjs', cache: expected }]);
+    } finally {
+      await em.close();
+    }
   });
 });
