@@ -21,12 +21,15 @@ const cli = join(dist, 'cli.js');
 const writer = resolve('scripts', 'code-cache-writer.cjs');
 const KEY = 'code-cache-training-key-0123456789';
 const repo = mkdtempSync(join(tmpdir(), 'dus-sync-code-cache-'));
+// The builder's own DUS_* variables (DUS_CONFIG, DUS_API_KEY_*, DUS_BASE_URL...) would point the
+// runs elsewhere: none reaches them. Nothing but the emulator here is ever asked anything.
+const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('DUS_')));
 
 /** One run of the CLI with the writer preloaded; throws unless it exits 0. Not spawnSync: the emulator answers from this process. */
-function cliRun(args, env = {}) {
+function cliRun(args, extra = {}) {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, ['--require', writer, cli, ...args], {
-      cwd: repo, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'ignore', 'pipe'],
+      cwd: repo, env: { ...env, NO_COLOR: '1', ...extra }, stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
     child.stderr.on('data', (d) => { stderr += d; });

@@ -74,18 +74,23 @@ describe('the image (Dockerfile)', () => {
     mkdirSync(join(top, 'scripts'));
     for (const f of ['code-cache.mjs', 'code-cache-writer.cjs']) cpSync(join(REPO, 'scripts', f), join(top, 'scripts', f));
     for (const f of readdirSync(join(top, 'dist'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.v8cache'))) rmSync(join(top, 'dist', f));
-    const env = { ...process.env, NODE_OPTIONS: build! };
+    // The builder's own DUS_* variables reach none of the build's runs of the CLI: not its config, not its key.
+    const builderKey = 'builder-own-key-0123456789abcdef';
+    const env = { ...process.env, NODE_OPTIONS: build!, DUS_CONFIG: join(top, 'nowhere', 'dus-sync.yaml'), DUS_API_KEY_ACME: builderKey, DUS_BASE_URL: 'http://127.0.0.1:9' };
     const made = spawnSync(process.execPath, ['scripts/code-cache.mjs'], { cwd: top, env, encoding: 'utf8', timeout: 60_000 });
     expect([made.status, made.stderr]).toEqual([0, '']);
-    const caches = (options: string): unknown => {
+    const caches = readdirSync(join(top, 'dist'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.v8cache'));
+    expect(caches.length).toBeGreaterThan(4);
+    for (const f of caches) expect(readFileSync(join(top, 'dist', f)).includes(builderKey), f).toBe(false);
+    const taken = (options: string): unknown => {
       const report = join(top, `report-${options.length}.json`);
       const r = spawnSync(process.execPath, ['--require', join(REPO, 'test', 'fixtures', 'code-cache-report.cjs'), join(top, 'dist', 'cli.js'), '--config', join(top, 'examples', 'dus-sync.yaml'), 'validate'],
         { env: { ...process.env, NODE_OPTIONS: options, CODE_CACHE_REPORT: report }, encoding: 'utf8', timeout: 30_000 });
       expect([r.status, r.stderr]).toEqual([0, '']);
       return JSON.parse(readFileSync(report, 'utf8'));
     };
-    expect(caches(runtime)).toEqual([{ file: 'main.cjs', cache: 'taken' }, { file: 'validate.cjs', cache: 'taken' }]);
-    expect(caches('')).toEqual([{ file: 'main.cjs', cache: 'refused' }, { file: 'validate.cjs', cache: 'refused' }]);
+    expect(taken(runtime)).toEqual([{ file: 'main.cjs', cache: 'taken' }, { file: 'validate.cjs', cache: 'taken' }]);
+    expect(taken('')).toEqual([{ file: 'main.cjs', cache: 'refused' }, { file: 'validate.cjs', cache: 'refused' }]);
   });
 
   it('the HEALTHCHECK follows DUS_SYNC_LISTEN: healthy while watch serves there, unhealthy when it stops', async () => {
