@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const dist = resolve('dist');
@@ -22,8 +22,13 @@ const writer = resolve('scripts', 'code-cache-writer.cjs');
 const KEY = 'code-cache-training-key-0123456789';
 const repo = mkdtempSync(join(tmpdir(), 'dus-sync-code-cache-'));
 // The builder's own DUS_* variables (DUS_CONFIG, DUS_API_KEY_*, DUS_BASE_URL...) would point the
-// runs elsewhere: none reaches them. Nothing but the emulator here is ever asked anything.
-const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('DUS_')));
+// runs elsewhere, and GIT_* ones (GIT_DIR...) would have apply's git read another repository:
+// none reaches them, and git stops at the temporary folder rather than find a checkout above it.
+// Nothing but the emulator here is ever asked anything.
+const env = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(DUS|GIT)_/i.test(name))),
+  GIT_CEILING_DIRECTORIES: dirname(repo),
+};
 
 /** One run of the CLI with the writer preloaded; throws unless it exits 0. Not spawnSync: the emulator answers from this process. */
 function cliRun(args, extra = {}) {

@@ -7,12 +7,21 @@
 // into a folder of its own; dist/ is made once and read-only after that (the container image).
 //
 // V8 takes a cache only if it was made by the same V8 with the same flags; a cache it refuses
-// costs nothing but the read. V8 checks a source by its length only, so the cache also holds the
-// bytes it was made from: a file changed since (an edit of the same length) is compiled from its
-// own text, never run as the code of another.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+// costs nothing but the read. What V8 does not check, this file does:
+// - V8 checks a source by its length only, so the cache also holds the bytes it was made from: a
+//   file changed since (an edit of the same length) is compiled from its own text, never run as
+//   the code of another;
+// - V8's checksum of its data is off in release builds, and a damaged cache crashed the process
+//   (a fatal error in the deserializer) or ran other code: one-shot commands turn it on
+//   (--verify-snapshot-checksum, src/cli/short-run.ts), for the build's caches as for their use;
+// - a cache is read only if it is a regular file of a plausible size (not a FIFO, not a device).
+// The scripts are named by their place in the package (dist/commands/NAME.cjs), not the disk:
+// Node 20's V8 keeps the name a cache was made with, which would name the builder's folder. With
+// --debug (stack traces are shown) or Node's --enable-source-maps, files are required as usual,
+// and stack traces name the files on disk (mapped to src/ with source maps).
+import { closeSync, constants, existsSync, fstatSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { Script } from 'node:vm';
 
 export const CODE_CACHE_SUFFIX = '.v8cache';
@@ -58,12 +67,46 @@ export function cachedDataOf(cache: Buffer, source: Buffer): Buffer | undefined 
   return cache.subarray(start + source.length);
 }
 
-function readCache(file: string): Buffer | undefined {
+/** The cache file, if it is a regular file no larger than a cache of `sourceLength` bytes could be. */
+function readCache(file: string, sourceLength: number): Buffer | undefined {
+  let fd: number;
   try {
-    return readFileSync(`${file}${CODE_CACHE_SUFFIX}`);
+    // Non-blocking: a FIFO put in its place would otherwise hold the open until a writer comes.
+    fd = openSync(`${file}${CODE_CACHE_SUFFIX}`, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return undefined;
   }
+  try {
+    const st = fstatSync(fd);
+    // V8's data is about as large as the source; a cache holds the source and that.
+    if (!st.isFile() || st.size > 4 * sourceLength + (1 << 20)) return undefined;
+    const buf = Buffer.allocUnsafe(st.size);
+    let at = 0;
+    while (at < st.size) {
+      const n = readSync(fd, buf, at, st.size - at, at);
+      if (n === 0) break;
+      at += n;
+    }
+    return at === st.size ? buf : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The script's name: its path in the package, the same wherever dist/ is and whoever built it.
+ * Made by join, a new string: a part cut from the file's path is a slice of it to V8, and the
+ * cache held the whole path it was cut from (the builder's folder).
+ */
+function scriptName(dist: string, file: string): string {
+  return [basename(dist), ...relative(dist, file).split(sep)].join('/');
+}
+
+/** Whether stack traces may be shown or mapped: then files are required as Node does, named as on disk. */
+export function plainRequire(argv: readonly string[] = process.argv, execArgv: readonly string[] = process.execArgv): boolean {
+  return argv.includes('--debug') || process.sourceMapsEnabled === true || execArgv.includes('--enable-source-maps');
 }
 
 /** Node's CommonJS wrapper, on the file's first line, so that lines keep their numbers. */
@@ -71,12 +114,20 @@ function wrap(source: Buffer): string {
   return `(function (exports, require, module, __filename, __dirname) { ${source.toString('utf8')}\n})`;
 }
 
-/** Runs a CommonJS file as Node's require would (the same wrapper and arguments), compiled with its cache when it has one. */
-export function loadCompiled(file: string, loaded: LoadedFile[]): unknown {
+function compile(dist: string, file: string, source: Buffer, cachedData?: Buffer): Script {
+  return new Script(wrap(source), { filename: scriptName(dist, file), ...(cachedData === undefined ? {} : { cachedData }) });
+}
+
+/**
+ * Runs a CommonJS file of dist/ as Node's require would (the same wrapper and arguments), compiled
+ * with its cache when it has a good one; with plainRequire, by require itself.
+ */
+export function loadCompiled(dist: string, file: string, loaded: LoadedFile[]): unknown {
+  if (plainRequire()) return createRequire(file)(file);
   const source = readFileSync(file);
-  const cache = readCache(file);
+  const cache = readCache(file, source.length);
   const cachedData = cache === undefined ? undefined : cachedDataOf(cache, source);
-  const script = new Script(wrap(source), { filename: file, ...(cachedData === undefined ? {} : { cachedData }) });
+  const script = compile(dist, file, source, cachedData);
   loaded.push({ file, script, cache: cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'refused' : 'taken' });
   const run = script.runInThisContext() as (...args: unknown[]) => void;
   const module = { exports: {} as unknown };
@@ -93,7 +144,7 @@ export function boot(dist: string, main: string): void {
     command(file, name) {
       return Promise.resolve().then(() => {
         const path = join(dist, 'commands', file);
-        if (!files.has(path)) files.set(path, loadCompiled(path, loaded));
+        if (!files.has(path)) files.set(path, loadCompiled(dist, path, loaded));
         const exports = files.get(path) as Record<string, unknown>;
         if (name === undefined) return exports;
         const init = exports[name];
@@ -113,11 +164,11 @@ export function boot(dist: string, main: string): void {
         const file = join(commands, name);
         if (written.includes(file) || existsSync(`${file}${CODE_CACHE_SUFFIX}`)) continue;
         const source = readFileSync(file);
-        write(file, source, new Script(wrap(source), { filename: file }));
+        write(file, source, compile(dist, file, source));
       }
       return written;
     },
   };
   (globalThis as Record<symbol, unknown>)[BOOT_KEY] = shared;
-  loadCompiled(join(dist, main), loaded);
+  loadCompiled(dist, join(dist, main), loaded);
 }

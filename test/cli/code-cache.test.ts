@@ -2,7 +2,7 @@
 // time (src/cli/code-cache.ts, scripts/code-cache.mjs): taken when this Node made it with these
 // flags, and otherwise never run as the code of anything but the file's own bytes.
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,10 +15,10 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 interface Run { status: number | null; stdout: string; stderr: string; report: { file: string; cache: string }[] | null }
 
-function run(dist: string, args: string[], nodeFlags: string[] = []): Run {
+function run(dist: string, args: string[], nodeFlags: string[] = [], timeout = 60_000): Run {
   const reportFile = join(work, `report-${Math.random().toString(36).slice(2)}.json`);
   const r = spawnSync(process.execPath, [...nodeFlags, '--require', REPORTER, join(dist, 'cli.js'), ...args], {
-    encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', CODE_CACHE_REPORT: reportFile, NODE_OPTIONS: '' },
+    encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', CODE_CACHE_REPORT: reportFile, NODE_OPTIONS: '' }, timeout,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, report: JSON.parse(readFileSync(reportFile, 'utf8')) as Run['report'] };
 }
@@ -90,6 +90,64 @@ describe('V8 code cache of dist/', () => {
     r = run(dist, ['--config', EXAMPLES, 'validate'], ['--max-old-space-size=3000']);
     expect([r.status, r.stdout]).toEqual([0, expect.stringMatching(/documents: valid\n$/)]);
     expect(r.report).toEqual([{ file: 'main.cjs', cache: madeHere ? 'refused' : 'none' }, { file: 'validate.cjs', cache: madeHere ? 'refused' : 'none' }]);
+  });
+
+  it('is refused when V8\'s part of it is damaged, where V8 crashed or ran other code (its checksum is on)', () => {
+    const copy = copyOfDist();
+    const clean = copyOfDist();
+    for (const f of readdirSync(clean, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.v8cache'))) rmSync(join(clean, f));
+    const cache = join(copy, 'main.cjs.v8cache');
+    const bytes = readFileSync(cache);
+    const head = bytes.subarray(0, 128).toString('latin1').split('\n');
+    const dataStart = head[0]!.length + head[1]!.length + head[2]!.length + 3 + Number(head[2]);
+    const expected = run(clean, ['--help']);
+    // Bytes flipped across V8's data (a fatal error in its deserializer, exit 133, without the checksum),
+    // and a single byte at a few places.
+    const damages: ((b: Buffer) => void)[] = [
+      (b) => { for (let o = dataStart + 300; o < dataStart + 2300; o += 97) b[o]! ^= 0xff; },
+      ...[0.001, 0.3, 0.5, 0.99].map((at) => (b: Buffer) => { const o = dataStart + Math.floor((b.length - dataStart) * at); b[o]! ^= 0x01; }),
+    ];
+    for (const damage of damages) {
+      const b = Buffer.from(bytes);
+      damage(b);
+      writeFileSync(cache, b);
+      const r = run(copy, ['--help']);
+      expect([r.status, r.stdout, r.stderr]).toEqual([expected.status, expected.stdout, expected.stderr]);
+      if (madeBy(join(dist, 'main.cjs.v8cache')) === process.version) expect(r.report![0]).toEqual({ file: 'main.cjs', cache: 'refused' });
+    }
+  });
+
+  it('is not read when it is not a regular file of a plausible size: a FIFO, a device, a huge file', () => {
+    const copy = copyOfDist();
+    const cache = join(copy, 'main.cjs.v8cache');
+    rmSync(cache);
+    expect(spawnSync('mkfifo', [cache]).status).toBe(0);
+    const started = Date.now();
+    let r = run(copy, ['--version'], [], 20_000);
+    expect([r.status, r.stdout, r.report]).toEqual([0, expect.stringMatching(/^\d+\.\d+\.\d+/), [{ file: 'main.cjs', cache: 'none' }]]);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    rmSync(cache);
+    symlinkSync('/dev/zero', cache);
+    r = run(copy, ['--version'], [], 20_000);
+    expect([r.status, r.report]).toEqual([0, [{ file: 'main.cjs', cache: 'none' }]]);
+    rmSync(cache);
+    writeFileSync(cache, '');
+    truncateSync(cache, 1500 * 1024 * 1024);
+    r = run(copy, ['--version'], [], 20_000);
+    expect([r.status, r.report]).toEqual([0, [{ file: 'main.cjs', cache: 'none' }]]);
+  });
+
+  it('leaves stack traces to the files on disk: --debug names them, --enable-source-maps maps them to src/, and no cache holds the builder\'s folder', () => {
+    const copy = copyOfDist();
+    let r = run(copy, ['--config', join(work, 'nowhere.yaml'), 'validate', '--debug']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`(${join(copy, 'commands', 'validate.cjs')}:`);
+    expect(r.stderr).not.toContain(ROOT);
+    r = run(copy, ['--config', join(work, 'nowhere.yaml'), 'validate', '--debug'], ['--enable-source-maps']);
+    expect(r.stderr).toMatch(/src[\\/]load[\\/]config\.ts:\d+:\d+\)/);
+    for (const f of readdirSync(dist, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.v8cache'))) {
+      expect(readFileSync(join(dist, f)).includes(ROOT), f).toBe(false);
+    }
   });
 
   it('is read, never written, by the runs of users: dist/ is the same after them', () => {

@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 const set = vi.fn();
 vi.mock('node:v8', async (original) => ({ ...(await original<typeof V8>()), setFlagsFromString: (f: string) => set(f) }));
 
-const { SHORT_RUN_HEAP_GROWING_PERCENT, SHORT_RUN_INLINING_BUDGET, runsForDays, tuneForShortRun } = await import('../../src/cli/short-run.js');
+const { CODE_CACHE_CHECKSUM, SHORT_RUN_HEAP_GROWING_PERCENT, SHORT_RUN_INLINING_BUDGET, runsForDays, tuneForShortRun } = await import('../../src/cli/short-run.js');
 const { LINEAR_FALLBACK_FLAGS } = await import('../../src/regexp-engine.js');
 
 describe('V8 tuning for a short run', () => {
@@ -18,6 +18,7 @@ describe('V8 tuning for a short run', () => {
     expect(set.mock.calls).toEqual([
       [`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`],
       [`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`],
+      [CODE_CACHE_CHECKSUM],
       ...LINEAR_FALLBACK_FLAGS.map((f) => [f]),
     ]);
     set.mockClear();
@@ -25,6 +26,7 @@ describe('V8 tuning for a short run', () => {
     expect(set.mock.calls).toEqual([
       [`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`],
       [`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`],
+      [CODE_CACHE_CHECKSUM],
     ]);
   });
 
@@ -35,12 +37,12 @@ describe('V8 tuning for a short run', () => {
 
   it('keeps a value chosen on the command line, flag by flag', () => {
     tuneForShortRun(['--max-inlined-bytecode-size-cumulative=920']);
-    expect(set.mock.calls).toEqual([[`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`]]);
+    expect(set.mock.calls).toEqual([[`--heap-growing-percent=${SHORT_RUN_HEAP_GROWING_PERCENT}`], [CODE_CACHE_CHECKSUM]]);
     set.mockClear();
     tuneForShortRun(['--heap-growing-percent=400']);
-    expect(set.mock.calls).toEqual([[`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`]]);
+    expect(set.mock.calls).toEqual([[`--max-inlined-bytecode-size-cumulative=${SHORT_RUN_INLINING_BUDGET}`], [CODE_CACHE_CHECKSUM]]);
     set.mockClear();
-    tuneForShortRun(['--heap-growing-percent=400', '--max-inlined-bytecode-size-cumulative=920']);
+    tuneForShortRun(['--heap-growing-percent=400', '--max-inlined-bytecode-size-cumulative=920', '--no-verify-snapshot-checksum']);
     expect(set).not.toHaveBeenCalled();
   });
 
