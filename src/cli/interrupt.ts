@@ -3,12 +3,14 @@
 // printed and the lock released; the command then exits 130 (SIGINT) or 143 (SIGTERM). A second
 // signal, or the end of the grace period, exits at once: an append still in flight stays in the
 // journal, settled by the next run. A CI job cancel sends exactly this (GitHub: SIGINT, then
-// SIGTERM 7.5 s later).
+// SIGTERM 7.5 s later). Standard output closed by its reader (`dus-sync apply -y | head`, EPIPE)
+// is a stop too, SIGPIPE's (exit 141): it had ended the process at once, mid-apply, lock held and
+// exit status 0.
 import { setMaxListeners } from 'node:events';
 import { constants } from 'node:os';
 import type { Logger } from '../model/index.js';
 
-export type StopSignal = 'SIGINT' | 'SIGTERM';
+export type StopSignal = 'SIGINT' | 'SIGTERM' | 'SIGPIPE';
 
 export interface Interrupt {
   /** Aborted on the first signal. */
@@ -31,6 +33,18 @@ export interface InterruptOptions {
 
 const codeOf = (s: StopSignal): number => 128 + (constants.signals[s] ?? 15);
 
+/** The handlers of the commands running now (apply), for outputClosed. */
+const active = new Set<(s: StopSignal) => void>();
+
+/**
+ * Standard output's reader went away (EPIPE): a command that writes stops as on a signal, and
+ * true is returned; false when none runs (the caller then ends the process, as SIGPIPE would).
+ */
+export function outputClosed(): boolean {
+  for (const stop of active) stop('SIGPIPE');
+  return active.size > 0;
+}
+
 export function onInterrupt(opts: InterruptOptions): Interrupt {
   const exit = opts.exit ?? ((code: number) => process.exit(code));
   const proc = opts.proc ?? process;
@@ -46,7 +60,8 @@ export function onInterrupt(opts: InterruptOptions): Interrupt {
       return;
     }
     got = s;
-    opts.log.warn(`${s} received: no new writes are sent; those in flight may finish within ${Math.round(opts.graceMs / 1000)} s, then the report is printed (${s === 'SIGINT' ? 'press Ctrl-C again' : 'send it again'} to stop at once)`);
+    if (s === 'SIGPIPE') opts.log.warn(`standard output was closed by its reader (SIGPIPE): no new writes are sent; those in flight may finish within ${Math.round(opts.graceMs / 1000)} s, and the lock is released (send SIGINT to stop at once)`);
+    else opts.log.warn(`${s} received: no new writes are sent; those in flight may finish within ${Math.round(opts.graceMs / 1000)} s, then the report is printed (${s === 'SIGINT' ? 'press Ctrl-C again' : 'send it again'} to stop at once)`);
     controller.abort(new Error(`interrupted by ${s}`));
     timer = setTimeout(() => {
       opts.log.error(`writes still in flight after the grace period of ${Math.round(opts.graceMs / 1000)} s: exiting; the journal settles them on the next run`);
@@ -58,6 +73,10 @@ export function onInterrupt(opts: InterruptOptions): Interrupt {
   const onTerm = (): void => handler('SIGTERM');
   proc.on('SIGINT', onInt);
   proc.on('SIGTERM', onTerm);
+  // Standard output closes once: the first EPIPE stops the command, and the next ones (the report
+  // written to it) change nothing.
+  const onPipe = (s: StopSignal): void => { if (got === undefined) handler(s); };
+  active.add(onPipe);
   return {
     signal: controller.signal,
     received: () => got,
@@ -66,6 +85,7 @@ export function onInterrupt(opts: InterruptOptions): Interrupt {
       if (timer) clearTimeout(timer);
       proc.off('SIGINT', onInt);
       proc.off('SIGTERM', onTerm);
+      active.delete(onPipe);
     },
   };
 }

@@ -7,6 +7,7 @@ import { APPEND_QUIET_MS, checkCount, checkDuration, checkSize, CONCURRENCY, for
 import { checkedFetchTimeout, checkedMaxResponseSize, checkedRequestTimeout } from '../api/limits.js';
 import { handleError } from './handle-error.js';
 import { errorJson, watchResultOutput, writeJsonError } from './json-error.js';
+import { outputClosed } from './interrupt.js';
 import { guardProcessOutput } from './output.js';
 import { tuneForShortRun } from './short-run.js';
 import { refuseSingleDashLongOption } from './single-dash.js';
@@ -266,9 +267,18 @@ export async function main(argv: string[]): Promise<void> {
   });
   // The reader went away (`dus-sync --help | head`): stop quietly, as a command that SIGPIPE ends
   // would, not with "error: write EPIPE" on standard error.
+  // During apply, standard output closed is a stop like SIGINT's (interrupt.ts): the writes in
+  // flight finish, the lock is released, exit 141; what is written to it after that is dropped.
+  let stdoutClosed = false;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      if (err.code === 'EPIPE') {
+        if (stream === process.stdout && (stdoutClosed || outputClosed())) {
+          stdoutClosed = true;
+          return;
+        }
+        process.exit(process.exitCode ?? 0);
+      }
       throw err;
     });
   }

@@ -72,6 +72,26 @@ describe('apply interrupted by a signal', () => {
     expect(em.stats.byRoute[APPEND]).toBe(NAMES.length - 1);
   });
 
+  it('standard output closed by its reader (apply -y | head): a stop like SIGPIPE\'s, exit 141, the lock released and the journal settled, not exit 0 with the lock held', async () => {
+    em = await startEmulator({ seed: seed(), faults: { latencyMs: 20 } });
+    const dir = repo();
+    const run = start(dir, em.url);
+    // As head does: read the first lines, then close the pipe.
+    run.child.stdout.once('data', () => run.child.stdout.destroy());
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(141);
+    expect(r.stderr).toMatch(/standard output was closed by its reader \(SIGPIPE\)/);
+    expect(existsSync(join(dir, '.dus-sync', 'apply.lock'))).toBe(false);
+    expect(readFileSync(join(dir, '.dus-sync', 'journal.jsonl'), 'utf8')).toBe('');
+    const before = names().length;
+    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toMatch(/stale lock/);
+    expect(before).toBeGreaterThanOrEqual(1);
+    expect(names()).toEqual(NAMES);
+    expect(em.stats.byRoute[APPEND]).toBe(NAMES.length - 1);
+  });
+
   it('a second signal exits at once, before the grace period; the next apply settles what was in flight', async () => {
     em = await startEmulator({ seed: seed(), faults: { latencyMs: 1500 } });
     const dir = repo();
