@@ -3,7 +3,8 @@
 // share) through V8's code cache made at build time (src/cli/code-cache.ts). Not used from source:
 // tests run src/cli/main.ts's functions directly and dist/cli.js as a user would.
 import { boot } from './code-cache.js';
-import { runsForDays, tuneForShortRun } from './short-run.js';
+import { runsForDays, tuneForShortRun, verifyCodeCaches } from './short-run.js';
 
+verifyCodeCaches();
 if (!runsForDays(process.argv.slice(2))) tuneForShortRun();
 boot(__dirname, 'main.cjs');

@@ -31,6 +31,8 @@ const MAGIC = 'dus-sync V8 code cache';
 export interface LoadedFile {
   readonly file: string;
   readonly script: Script;
+  /** The bytes compiled, kept only while the build makes the caches (TRAINING_KEY). */
+  readonly source?: Buffer;
   /** 'none': no cache, or one made by another Node or from other bytes; else whether V8 took it. */
   readonly cache: 'none' | 'taken' | 'refused';
 }
@@ -52,6 +54,8 @@ export interface Boot {
 }
 
 export const BOOT_KEY = Symbol.for('dus-sync.boot');
+/** Set on the global by scripts/code-cache-writer.cjs before dist/cli.js runs: the build is making the caches. */
+export const TRAINING_KEY = Symbol.for('dus-sync.code-cache-training');
 
 /** FILE.v8cache's contents: the header, the source it was made from, then V8's data. */
 export function codeCacheFile(source: Buffer, data: Buffer): Buffer {
@@ -128,7 +132,8 @@ export function loadCompiled(dist: string, file: string, loaded: LoadedFile[]): 
   const cache = readCache(file, source.length);
   const cachedData = cache === undefined ? undefined : cachedDataOf(cache, source);
   const script = compile(dist, file, source, cachedData);
-  loaded.push({ file, script, cache: cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'refused' : 'taken' });
+  const training = (globalThis as Record<symbol, unknown>)[TRAINING_KEY] === true;
+  loaded.push({ file, script, ...(training ? { source } : {}), cache: cachedData === undefined ? 'none' : script.cachedDataRejected === true ? 'refused' : 'taken' });
   const run = script.runInThisContext() as (...args: unknown[]) => void;
   const module = { exports: {} as unknown };
   run.call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
@@ -158,7 +163,12 @@ export function boot(dist: string, main: string): void {
         writeFileSync(`${file}${CODE_CACHE_SUFFIX}`, codeCacheFile(source, script.createCachedData()));
         written.push(file);
       };
-      for (const { file, script } of loaded) write(file, readFileSync(file), script);
+      // The bytes that were compiled, not the file read again: a file changed meanwhile would get
+      // a cache of other code under its own bytes.
+      for (const { file, script, source } of loaded) {
+        if (source === undefined) throw new Error('the code caches are made only under scripts/code-cache-writer.cjs');
+        write(file, source, script);
+      }
       const commands = join(dist, 'commands');
       for (const name of readdirSync(commands).filter((f) => f.endsWith('.cjs')).sort()) {
         const file = join(commands, name);

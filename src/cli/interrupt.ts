@@ -3,9 +3,9 @@
 // printed and the lock released; the command then exits 130 (SIGINT) or 143 (SIGTERM). A second
 // signal, or the end of the grace period, exits at once: an append still in flight stays in the
 // journal, settled by the next run. A CI job cancel sends exactly this (GitHub: SIGINT, then
-// SIGTERM 7.5 s later). Standard output closed by its reader (`dus-sync apply -y | head`, EPIPE)
-// is a stop too, SIGPIPE's (exit 141): it had ended the process at once, mid-apply, lock held and
-// exit status 0.
+// SIGTERM 7.5 s later). Standard output or error closed by its reader (`dus-sync apply -y | head`,
+// EPIPE) is a stop too, SIGPIPE's (exit 141), taken when a write to it fails: it had ended the
+// process at once, mid-apply, lock held and exit status 0.
 import { setMaxListeners } from 'node:events';
 import { constants } from 'node:os';
 import type { Logger } from '../model/index.js';
@@ -60,7 +60,7 @@ export function onInterrupt(opts: InterruptOptions): Interrupt {
       return;
     }
     got = s;
-    if (s === 'SIGPIPE') opts.log.warn(`standard output was closed by its reader (SIGPIPE): no new writes are sent; those in flight may finish within ${Math.round(opts.graceMs / 1000)} s, and the lock is released (send SIGINT to stop at once)`);
+    if (s === 'SIGPIPE') opts.log.warn(`standard output or error was closed by its reader (SIGPIPE): no more writes are started; any in flight may finish within ${Math.round(opts.graceMs / 1000)} s, and the lock is released (send SIGINT to stop at once)`);
     else opts.log.warn(`${s} received: no new writes are sent; those in flight may finish within ${Math.round(opts.graceMs / 1000)} s, then the report is printed (${s === 'SIGINT' ? 'press Ctrl-C again' : 'send it again'} to stop at once)`);
     controller.abort(new Error(`interrupted by ${s}`));
     timer = setTimeout(() => {

@@ -9,7 +9,7 @@ import { handleError } from './handle-error.js';
 import { errorJson, watchResultOutput, writeJsonError } from './json-error.js';
 import { outputClosed } from './interrupt.js';
 import { guardProcessOutput } from './output.js';
-import { tuneForShortRun } from './short-run.js';
+import { runsForDays, tuneForShortRun } from './short-run.js';
 import { refuseSingleDashLongOption } from './single-dash.js';
 import { VERSION } from '../version.js';
 import type { GlobalOptions } from './context.js';
@@ -265,19 +265,20 @@ export async function main(argv: string[]): Promise<void> {
     handleError(err, argv.includes('--debug'));
     process.exit(1);
   });
-  // The reader went away (`dus-sync --help | head`): stop quietly, as a command that SIGPIPE ends
-  // would, not with "error: write EPIPE" on standard error.
-  // During apply, standard output closed is a stop like SIGINT's (interrupt.ts): the writes in
-  // flight finish, the lock is released, exit 141; what is written to it after that is dropped.
-  let stdoutClosed = false;
+  // The reader of standard output or error went away (`dus-sync plan | head`): what is written
+  // to that stream after that is dropped, never "error: write EPIPE". A one-shot command finishes
+  // and exits with its own status (`plan --detailed-exitcode` still 2); apply takes it as a stop
+  // like SIGINT's (interrupt.ts: no new writes, those in flight finish, the lock is released, exit
+  // 141). watch and the emulator end at once, as before.
+  const closed = new Set<NodeJS.WriteStream>();
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (closed.has(stream)) return;
       if (err.code === 'EPIPE') {
-        if (stream === process.stdout && (stdoutClosed || outputClosed())) {
-          stdoutClosed = true;
-          return;
-        }
-        process.exit(process.exitCode ?? 0);
+        closed.add(stream);
+        if (runsForDays(argv.slice(2))) process.exit(process.exitCode ?? 0);
+        outputClosed();
+        return;
       }
       throw err;
     });

@@ -39,8 +39,17 @@ export function tuneForShortRun(execArgv: readonly string[] = process.execArgv):
     if (execArgv.some((a) => a === flag || a.startsWith(`${flag}=`))) continue;
     setFlagsFromString(`${flag}=${value}`);
   }
-  if (!execArgv.some((a) => a === CODE_CACHE_CHECKSUM || a === `--no-${CODE_CACHE_CHECKSUM.slice(2)}`)) setFlagsFromString(CODE_CACHE_CHECKSUM);
+  verifyCodeCaches(execArgv);
   linearFallback();
+}
+
+/**
+ * Turns on V8's checksum of code caches (below) unless the command line chose: dist/cli.js does
+ * it first in every run, watch and the emulator too, whose V8 flags are otherwise its defaults (a
+ * damaged cache made under those flags crashed them).
+ */
+export function verifyCodeCaches(execArgv: readonly string[] = process.execArgv): void {
+  if (!execArgv.some((a) => a === CODE_CACHE_CHECKSUM || a === `--no-${CODE_CACHE_CHECKSUM.slice(2)}`)) setFlagsFromString(CODE_CACHE_CHECKSUM);
 }
 
 /**

@@ -117,6 +117,30 @@ describe('V8 code cache of dist/', () => {
     }
   });
 
+  it('is refused when damaged, made for watch and the emulator, whose V8 flags are otherwise its defaults (such a cache crashed them)', () => {
+    const copy = copyOfDist();
+    const clean = run(copy, ['watch', '--help']);
+    expect(clean.status).toBe(0);
+    // A cache of main.cjs made as dist/cli.js would load it, under V8's default flags (and under
+    // those and the checksum), then damaged across V8's data.
+    const craft = `
+      const { readFileSync, writeFileSync } = require('node:fs');
+      const { Script } = require('node:vm');
+      const file = process.argv[1];
+      const source = readFileSync(file);
+      const script = new Script('(function (exports, require, module, __filename, __dirname) { ' + source.toString('utf8') + '\\n})', { filename: 'dist/main.cjs' });
+      const data = Buffer.from(script.createCachedData());
+      for (let o = 300; o < Math.min(data.length, 2300); o += 97) data[o] ^= 0xff;
+      writeFileSync(file + '.v8cache', Buffer.concat([Buffer.from('dus-sync V8 code cache\\n' + process.version + '\\n' + source.length + '\\n'), source, data]));`;
+    for (const flags of [[], ['--verify-snapshot-checksum']]) {
+      const made = spawnSync(process.execPath, [...flags, '-e', craft, join(copy, 'main.cjs')], { encoding: 'utf8' });
+      expect([made.status, made.stderr]).toEqual([0, '']);
+      const r = run(copy, ['watch', '--help']);
+      expect([flags, r.status, r.stdout, r.stderr]).toEqual([flags, 0, clean.stdout, clean.stderr]);
+      expect(r.report).toEqual([{ file: 'main.cjs', cache: 'refused' }]);
+    }
+  });
+
   it('is not read when it is not a regular file of a plausible size: a FIFO, a device, a huge file', () => {
     const copy = copyOfDist();
     const cache = join(copy, 'main.cjs.v8cache');

@@ -80,7 +80,7 @@ describe('apply interrupted by a signal', () => {
     run.child.stdout.once('data', () => run.child.stdout.destroy());
     const r = await run.done;
     expect(r.code, r.stderr).toBe(141);
-    expect(r.stderr).toMatch(/standard output was closed by its reader \(SIGPIPE\)/);
+    expect(r.stderr).toMatch(/standard output or error was closed by its reader \(SIGPIPE\)/);
     expect(existsSync(join(dir, '.dus-sync', 'apply.lock'))).toBe(false);
     expect(readFileSync(join(dir, '.dus-sync', 'journal.jsonl'), 'utf8')).toBe('');
     const before = names().length;
@@ -90,6 +90,41 @@ describe('apply interrupted by a signal', () => {
     expect(before).toBeGreaterThanOrEqual(1);
     expect(names()).toEqual(NAMES);
     expect(em.stats.byRoute[APPEND]).toBe(NAMES.length - 1);
+  });
+
+  it('standard error closed mid-apply (apply -y 2>&1 >/dev/null | head): the same stop, mid-writes: exit 141, the lock released, nothing in doubt, nothing twice', async () => {
+    em = await startEmulator({ seed: seed(), faults: { latencyMs: 250 } });
+    const dir = repo();
+    const run = start(dir, em.url);
+    await untilAppends(2);
+    run.child.stderr.destroy();
+    const r = await run.done;
+    expect(r.code).toBe(141);
+    const applied = names().length - 1;
+    expect(applied).toBeGreaterThanOrEqual(1);
+    expect(applied).toBeLessThan(NAMES.length - 1);
+    expect(existsSync(join(dir, '.dus-sync', 'apply.lock'))).toBe(false);
+    expect(readFileSync(join(dir, '.dus-sync', 'journal.jsonl'), 'utf8')).toBe('');
+    em.faults.latencyMs = 0;
+    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toMatch(/stale lock|in doubt/);
+    expect(names()).toEqual(NAMES);
+    expect(em.stats.byRoute[APPEND]).toBe(NAMES.length - 1);
+  });
+
+  it('plan --detailed-exitcode with its standard output closed still exits 2: the plan finishes, its output is dropped', async () => {
+    em = await startEmulator({ seed: seed() });
+    const dir = repo();
+    const child = spawn(process.execPath, [CLI, '--config', `${dir}/dus-sync.yaml`, 'plan', '--detailed-exitcode'], {
+      env: { ...process.env, NO_COLOR: '1', DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const code = await new Promise<number | null>((done) => child.on('close', done));
+    expect(code, stderr).toBe(2);
+    expect(stderr).not.toMatch(/EPIPE|Error/);
   });
 
   it('a second signal exits at once, before the grace period; the next apply settles what was in flight', async () => {
