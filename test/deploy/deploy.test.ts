@@ -90,7 +90,10 @@ describe('the image (Dockerfile)', () => {
       return JSON.parse(readFileSync(report, 'utf8'));
     };
     expect(taken(runtime)).toEqual([{ file: 'main.cjs', cache: 'taken' }, { file: 'validate.cjs', cache: 'taken' }]);
-    expect(taken('')).toEqual([{ file: 'main.cjs', cache: 'refused' }, { file: 'validate.cjs', cache: 'refused' }]);
+    // A V8 flag the build did not have: refused. (Node 20's V8 counts the semi-space flag itself, so
+    // the image must build under it; Node 24's leaves it out of the flags it compares.)
+    expect(taken(`${runtime} --stack-trace-limit=20`)).toEqual([{ file: 'main.cjs', cache: 'refused' }, { file: 'validate.cjs', cache: 'refused' }]);
+    if (process.versions.v8.startsWith('11.')) expect(taken('')).toEqual([{ file: 'main.cjs', cache: 'refused' }, { file: 'validate.cjs', cache: 'refused' }]);
   });
 
   it('the HEALTHCHECK follows DUS_SYNC_LISTEN: healthy while watch serves there, unhealthy when it stops', async () => {
