@@ -109,8 +109,9 @@ function scriptName(dist: string, file: string): string {
 }
 
 /** Whether stack traces may be shown or mapped: then files are required as Node does, named as on disk. */
-export function plainRequire(argv: readonly string[] = process.argv, execArgv: readonly string[] = process.execArgv): boolean {
-  return argv.includes('--debug') || process.sourceMapsEnabled === true || execArgv.includes('--enable-source-maps');
+export function plainRequire(argv: readonly string[] = process.argv): boolean {
+  // process.sourceMapsEnabled: --enable-source-maps on the command line or in NODE_OPTIONS (Node >= 20.7).
+  return argv.includes('--debug') || process.sourceMapsEnabled;
 }
 
 /** Node's CommonJS wrapper, on the file's first line, so that lines keep their numbers. */

@@ -46,6 +46,13 @@ async function untilAppends(n: number): Promise<void> {
 
 const names = () => em!.store.getAction('acme', 7)!.phases.map((p) => p.name);
 
+/** The next apply on the same state folder: it must exit 0; its result, for what each test checks besides. */
+async function applyAgain(dir: string, extra: string[] = []) {
+  const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', ...extra], { env: { DUS_BASE_URL: em!.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
+  expect(again.code, again.stderr).toBe(0);
+  return again;
+}
+
 describe('apply interrupted by a signal', () => {
   it.each([['SIGINT', 130], ['SIGTERM', 143]] as const)('%s mid-apply: in-flight write finishes, report printed, lock released, exit %i; the next apply converges, nothing twice', async (signal, exitCode) => {
     em = await startEmulator({ seed: seed(), faults: { latencyMs: 250 } });
@@ -66,8 +73,7 @@ describe('apply interrupted by a signal', () => {
     expect(readFileSync(join(dir, '.dus-sync', 'journal.jsonl'), 'utf8')).toBe('');
 
     em.faults.latencyMs = 0;
-    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
-    expect(again.code, again.stderr).toBe(0);
+    await applyAgain(dir);
     expect(names()).toEqual(NAMES);
     expect(em.stats.byRoute[APPEND]).toBe(NAMES.length - 1);
   });
@@ -84,8 +90,7 @@ describe('apply interrupted by a signal', () => {
     expect(existsSync(join(dir, '.dus-sync', 'apply.lock'))).toBe(false);
     expect(readFileSync(join(dir, '.dus-sync', 'journal.jsonl'), 'utf8')).toBe('');
     const before = names().length;
-    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
-    expect(again.code, again.stderr).toBe(0);
+    const again = await applyAgain(dir);
     expect(again.stderr).not.toMatch(/stale lock/);
     expect(before).toBeGreaterThanOrEqual(1);
     expect(names()).toEqual(NAMES);
@@ -106,8 +111,7 @@ describe('apply interrupted by a signal', () => {
     expect(existsSync(join(dir, '.dus-sync', 'apply.lock'))).toBe(false);
     expect(readFileSync(join(dir, '.dus-sync', 'journal.jsonl'), 'utf8')).toBe('');
     em.faults.latencyMs = 0;
-    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
-    expect(again.code, again.stderr).toBe(0);
+    const again = await applyAgain(dir);
     expect(again.stderr).not.toMatch(/stale lock|in doubt/);
     expect(names()).toEqual(NAMES);
     expect(em.stats.byRoute[APPEND]).toBe(NAMES.length - 1);
@@ -143,8 +147,7 @@ describe('apply interrupted by a signal', () => {
     // Let the append in flight land, then a new run settles it from the journal: nothing twice.
     await new Promise((res) => setTimeout(res, 1600));
     em.faults.latencyMs = 0;
-    const again = await runCli(['--config', `${dir}/dus-sync.yaml`, 'apply', '--auto-approve', '--settle-window', '1s'], { env: { DUS_BASE_URL: em.url, DUS_API_KEY_ACME: KEY, DUS_SYNC_STATE_DIR: join(dir, '.dus-sync') } });
-    expect(again.code, again.stderr).toBe(0);
+    await applyAgain(dir, ['--settle-window', '1s']);
     expect(names()).toEqual(NAMES);
     expect(new Set(names()).size).toBe(NAMES.length);
   });
