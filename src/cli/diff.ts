@@ -10,7 +10,7 @@ import { renderDiffText } from '../core/render/desired-diff-text.js';
 import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
 import { MAX_FILE_SIZE } from '../limits.js';
-import { loadDesiredState, loadDocuments, selectResourcePaths, shortGlob, type LoadFilter } from '../load/index.js';
+import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, shortGlob, type LoadFilter } from '../load/index.js';
 import { globProblem, globsProblem, reachesOutside } from '../load/resource-globs.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
@@ -92,12 +92,17 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
     ref: base,
     ...(config.file ? { configFile: config.file } : {}),
     maxBytes: config.reading?.maxFileBytes ?? MAX_FILE_SIZE.default,
-    select: (paths, configText) => {
+    // The base commit's files are found as the working tree's are (links followed inside the
+    // repository, a file reached by several paths read once), in the commit's own tree.
+    select: (_paths, configText, tree) => {
       baseConfig = configAtBase(config, configText, process.env, log);
-      return selectResourcePaths(paths, baseConfig);
+      return listIn(baseConfig, tree).paths;
     },
+    outside: (real) => readOutsideFile(config, real),
   });
-  const baseLoad = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
+  const loaded = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
+  const unread = atRef.unread.map((u) => ({ file: displayPath(baseConfig, u.path), line: 1, column: 1, pointer: '', message: u.message }));
+  const baseLoad = unread.length === 0 ? loaded : { ...loaded, issues: [...unread, ...loaded.issues] };
   const extra: DiffWarning[] = [];
   let baseDesired = baseLoad.desired;
   if (baseLoad.issues.length > 0) {

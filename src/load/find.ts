@@ -16,6 +16,43 @@ import { globMatcher } from './glob-match.js';
 import { globOf, isExclusion } from './resource-globs.js';
 import { isInside, openFolder, PROC_FD, procPath } from './read-file.js';
 
+/** An entry of a folder, as the walk sees it: a Dirent of the disk, or one of a commit's tree. */
+export interface WalkEntry {
+  readonly name: string;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+  isFile(): boolean;
+}
+
+/**
+ * What the walk asks of a file system, by absolute path: the disk's (DISK), or a commit's tree
+ * (src/load/git.ts), so that `diff --base` lists the base commit's files by the same rules as the
+ * working tree's (links followed alike, each real folder once).
+ */
+export interface WalkFs {
+  /** The entries of the folder at `path`, which must be the folder whose real path is `real` (listFolder). */
+  list(path: string, real: string): WalkEntry[] | 'moved' | 'undecodable' | undefined;
+  /** What is at `path`, links followed: undefined when nothing is (or it cannot be told). */
+  kind(path: string): 'folder' | 'file' | 'other' | undefined;
+  /** `path` with every link resolved; throws when there is no such path. */
+  realpath(path: string): string;
+}
+
+/** The disk, as the walk asks of it. */
+export const DISK: WalkFs = {
+  list: listFolder,
+  kind(path) {
+    let st: ReturnType<typeof statSync>;
+    try {
+      st = statSync(path);
+    } catch {
+      return undefined;
+    }
+    return st.isDirectory() ? 'folder' : st.isFile() ? 'file' : 'other';
+  },
+  realpath: (path) => realpathSync.native(path),
+};
+
 export interface FindOptions {
   /** The folder the globs are relative to. */
   readonly base: string;
@@ -25,6 +62,8 @@ export interface FindOptions {
   readonly followExternalSymlinks: boolean;
   /** Relative to `base` (posix): only this folder is walked (--dir inside the config's folder). */
   readonly under?: string;
+  /** Where to walk: the disk unless told. */
+  readonly fs?: WalkFs;
 }
 
 export interface Found {
@@ -152,6 +191,7 @@ export function findCandidates(opts: FindOptions): Found {
   const realOf = new Map<string, string>();
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
+  const fs = opts.fs ?? DISK;
   const mayFollow = (real: string): boolean => opts.followExternalSymlinks || isInside(opts.realRoot, real);
 
   for (const scope of scopesOf(opts.patterns, opts.under)) {
@@ -168,7 +208,7 @@ export function findCandidates(opts: FindOptions): Found {
       // as a folder (or since its real path was taken) would list another folder, maybe one
       // outside the repository. Then nothing of it is listed, and the path is read as it is now
       // (a link out is refused, naming it).
-      const listed = listFolder(join(opts.base, rel), real);
+      const listed = fs.list(join(opts.base, rel), real);
       if (listed === 'moved') {
         if (!excluded(rel)) unwalked.add(rel);
         return;
@@ -196,17 +236,12 @@ export function findCandidates(opts: FindOptions): Found {
     };
     const linked = (path: string, depth: number): void => {
       const abs = join(opts.base, path);
-      let target: ReturnType<typeof statSync> | undefined;
-      try {
-        target = statSync(abs);
-      } catch {
-        target = undefined;
-      }
-      if (target?.isDirectory() !== true) {
+      const target = fs.kind(abs);
+      if (target !== 'folder') {
         entries.add(path);
-        if (target?.isFile() === true) {
+        if (target === 'file') {
           try {
-            realOf.set(path, realpathSync.native(abs));
+            realOf.set(path, fs.realpath(abs));
           } catch {
             // gone since: the read says so
           }
@@ -218,7 +253,7 @@ export function findCandidates(opts: FindOptions): Found {
       if (depth <= 1) return;
       let real: string;
       try {
-        real = realpathSync.native(abs);
+        real = fs.realpath(abs);
       } catch {
         return;
       }
@@ -229,7 +264,7 @@ export function findCandidates(opts: FindOptions): Found {
     // The scope's own folder may be (or lie under) a link too: the same rule.
     let real: string;
     try {
-      real = realpathSync.native(join(opts.base, scope.dir));
+      real = fs.realpath(join(opts.base, scope.dir));
     } catch {
       continue; // no such folder: nothing to find
     }

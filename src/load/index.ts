@@ -13,7 +13,7 @@ import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadP
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
-import { findCandidates } from './find.js';
+import { findCandidates, type WalkFs } from './find.js';
 import { globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
 import { globOf, globProblem, globsProblem, isExclusion, reachesOutside } from './resource-globs.js';
@@ -177,7 +177,7 @@ export async function listResourceFiles(config: ResolvedConfig): Promise<string[
   return (await listWithTypes(config)).paths;
 }
 
-interface Listed {
+export interface Listed {
   readonly paths: string[];
   /** Those of `paths` the listing saw as regular files: read without an lstat first (src/load/read-file.ts). */
   readonly regular: ReadonlySet<string>;
@@ -191,6 +191,16 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
     if (err instanceof UserError) throw err;
     throw new UserError(`the folder ${config.dir} does not exist; check --dir or the location of dus-sync.yaml`);
   }
+  return listIn(config);
+}
+
+/**
+ * The desired-state files that the config's globs select in `fs` (the disk unless told; for
+ * `diff --base`, the base commit's tree), by the working tree's rules: links followed inside the
+ * repository only, a file reached by several paths read once, links not walked listed for the
+ * reader to report. Throws a UserError for what the config or the folders make unreadable.
+ */
+export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
   const { base, patterns, under } = resourceScope(config);
   const realRoot = repositoryRoot(config);
   const followExternalSymlinks = readPolicy(config).followExternalSymlinks;
@@ -214,7 +224,7 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
       throw new UserError(`${configShown(config)}: the resources glob ${JSON.stringify(out)} reaches outside the repository folder ${printable(realRoot)} (the folder of the config file); dus-sync reads only files inside it, so that a change to dus-sync.yaml cannot make it read other files of the machine it runs on: keep dus-sync.yaml in a folder that holds the files (the top of the repository), or pass --follow-external-symlinks (DUS_FOLLOW_EXTERNAL_SYMLINKS=1) to read outside it`);
     }
   }
-  const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks });
+  const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks, ...(fs ? { fs } : {}) });
   if (found.undecodable.length > 0) {
     const folder = found.undecodable[0]!;
     const shown = displayPath(config, toPosix(relative(config.dir, join(base, folder))) || '.');
@@ -807,6 +817,19 @@ export function readParsedFile(config: ResolvedConfig, path: string, got?: { sta
   const read = readRegularFile(join(config.dir, path), readOptions(config, repositoryRoot(config)));
   if (got !== undefined && read.ok && read.stat !== undefined) got.stat = read.stat;
   return parsedRead(config, path, read, {});
+}
+
+/**
+ * For `diff --base`: a file outside the repository that a link of the base commit leads to, which
+ * git does not hold. Read from the disk as it is now when the operator follows links out
+ * (--follow-external-symlinks), as the working tree's is; refused as the working tree's would be otherwise.
+ */
+export function readOutsideFile(config: ResolvedConfig, real: string): { readonly text: string } | { readonly message: string } {
+  const root = repositoryRoot(config);
+  const read = readPolicy(config).followExternalSymlinks
+    ? readRegularFile(real, readOptions(config, root))
+    : { ok: false as const, message: `this symbolic link leads to ${printable(real)}, outside the repository folder ${printable(root)}; dus-sync reads only files inside it: copy the file into the repository, or pass --follow-external-symlinks to allow links that leave it` };
+  return read.ok ? { text: read.text } : { message: read.message };
 }
 
 /** How a desired-state file of this config is read: the size limit, the repository, the link rule. */
