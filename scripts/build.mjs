@@ -173,7 +173,34 @@ const precompiledValidators = {
   },
 };
 
-const plugins = [lazyModules(true), precompiledValidators];
+/**
+ * undici's HTTP/2 client requires `node:http2` when it loads, for ten constants, and http2 brings
+ * tls and crypto: some 10 ms of every start of plan and apply, for a protocol dus-sync never
+ * offers (its Agent leaves `allowH2` off, so no connection is HTTP/2). The constants it reads
+ * when it loads are copied here at build time (header names and error codes of the protocol);
+ * anything else of http2 is required on first use, as before.
+ */
+const lazyHttp2 = {
+  name: 'lazy-http2',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client-h2\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      const loads = "http2 = require('node:http2')";
+      const names = /const \{\s*constants: \{([^}]*)\}\s*\} = http2/.exec(text)?.[1].split(',').map((n) => n.trim()).filter(Boolean);
+      if (!text.includes(loads) || names === undefined || names.length === 0) throw new Error('scripts/build.mjs: undici\'s client-h2.js no longer loads node:http2 as lazyHttp2 expects; update the plugin');
+      const all = requireHere('node:http2').constants;
+      const constants = Object.fromEntries(names.map((n) => {
+        if (all[n] === undefined) throw new Error(`scripts/build.mjs: node:http2 has no constant ${n}`);
+        return [n, all[n]];
+      }));
+      const lazy = `http2 = (() => { let m; const load = () => (m ??= require('node:http2')); const constants = ${JSON.stringify(constants)}; `
+        + `return new Proxy({}, { get: (_, k) => (k === 'constants' ? new Proxy(constants, { get: (c, n) => (n in c ? c[n] : load().constants[n]) }) : load()[k]) }); })()`;
+      return { contents: text.replace(loads, lazy), loader: 'js' };
+    });
+  },
+};
+
+const plugins = [lazyModules(true), precompiledValidators, lazyHttp2];
 rmSync('dist', { recursive: true, force: true });
 
 // 1. Which of our modules the entry holds (a dry run), then dist/main.cjs: a first module that
@@ -250,7 +277,7 @@ for (const name of commands) if (!STANDALONE.has(name) && !grouped.includes(name
 for (const name of STANDALONE) if (!commands.has(name)) throw new Error(`scripts/build.mjs: STANDALONE names ${name}, which main.ts does not import`);
 
 // 3. The programmatic API, on its own.
-builds.push(await build({ ...cjs, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins: [lazyModules(false), precompiledValidators] }));
+builds.push(await build({ ...cjs, entryPoints: { index: 'src/index.ts' }, outdir: 'dist', plugins: [lazyModules(false), precompiledValidators, lazyHttp2] }));
 
 // 4. dist/lazy/NAME.cjs: the packages of LAZY that are apart, each bundled on its own.
 for (const { filter } of LAZY.filter((l) => l.apart)) {
