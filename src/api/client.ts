@@ -4,6 +4,7 @@
 // time, and every answer validated.
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import type * as Tls from 'node:tls';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 // Only the Agent and the request API, not undici's index (every dispatcher, fetch, WebSocket, the
@@ -205,7 +206,7 @@ function trustedCas(caFile: string): string[] {
   const extra = extraFile ? [readPem(extraFile, 'NODE_EXTRA_CA_CERTS')] : [];
   // node:tls only here, for --ca-file: over http, and for https until undici connects, plan and
   // apply load none of it (some 3 ms of their start).
-  const { rootCertificates } = createRequire(import.meta.url)('node:tls') as typeof import('node:tls');
+  const { rootCertificates } = createRequire(import.meta.url)('node:tls') as typeof Tls;
   return [...rootCertificates, ...extra, pem];
 }
 
