@@ -3,14 +3,14 @@
 // Exit 0 without differences, 2 with, 1 on error (like plan --detailed-exitcode).
 import { parseDocument } from 'yaml';
 import { ConfigError, UserError } from '../errors.js';
-import { baseInvalidWarning, diffDesired, hasDifferences, type DesiredDiff, type DiffWarning } from '../core/desired-diff.js';
+import { baseInvalidWarning, baseSubmoduleWarning, diffDesired, hasDifferences, type DesiredDiff, type DiffWarning } from '../core/desired-diff.js';
 import { renderDiffJson } from '../core/render/desired-diff-json.js';
 import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderDiffText } from '../core/render/desired-diff-text.js';
 import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
 import { MAX_FILE_SIZE } from '../limits.js';
-import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, shortGlob, type LoadFilter } from '../load/index.js';
+import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, refusedOutside, shortGlob, type LoadFilter } from '../load/index.js';
 import { globProblem, globsProblem, reachesOutside } from '../load/resource-globs.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
@@ -98,12 +98,15 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
       baseConfig = configAtBase(config, configText, process.env, log);
       return listIn(baseConfig, tree).paths;
     },
+    // What the working tree's reader refuses, the base's does too: a file out of the repository
+    // folder (the config's), unless the operator follows links out.
+    refuse: (real) => refusedOutside(config, real),
     outside: (real) => readOutsideFile(config, real),
   });
   const loaded = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
   const unread = atRef.unread.map((u) => ({ file: displayPath(baseConfig, u.path), line: 1, column: 1, pointer: '', message: u.message }));
   const baseLoad = unread.length === 0 ? loaded : { ...loaded, issues: [...unread, ...loaded.issues] };
-  const extra: DiffWarning[] = [];
+  const extra: DiffWarning[] = atRef.submodules.map((path) => baseSubmoduleWarning(base, path));
   let baseDesired = baseLoad.desired;
   if (baseLoad.issues.length > 0) {
     log.warn(`the desired state at ${base} has ${baseLoad.issues.length} problem(s), e.g. ${describeIssue(baseLoad.issues[0]!)}; everything counts as added.`);

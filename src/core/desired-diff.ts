@@ -112,6 +112,7 @@ export type DiffEntry = FirmwareDiff | ActionDiff;
 
 export type DiffWarningCode =
   | 'base-invalid'
+  | 'base-submodule'
   | 'historical-phase-changed'
   | 'phase-removed'
   | 'deactivations'
@@ -317,6 +318,13 @@ export function baseInvalidWarning(ref: string, issues: number): DiffWarning {
   return {
     code: 'base-invalid', tenant: '', kind: 'base', key: ref,
     message: `the desired state at ${ref} is invalid (${plural(issues, 'problem')}): everything in the working tree counts as added.`,
+  };
+}
+
+export function baseSubmoduleWarning(ref: string, path: string): DiffWarning {
+  return {
+    code: 'base-submodule', tenant: '', kind: 'base', key: path,
+    message: `the resources reach into the submodule ${path}, whose files are another repository's: diff --base does not read them at ${ref}, so those in the working tree count as added.`,
   };
 }
 

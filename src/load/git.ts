@@ -3,8 +3,8 @@
 // every read sees the same tree.
 import { isUtf8 } from 'node:buffer';
 import { execFile, spawn } from 'node:child_process';
-import { lstatSync, readFileSync, realpathSync } from 'node:fs';
-import { basename, dirname, join, posix, relative, resolve, sep } from 'node:path';
+import { lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import { formatSize } from '../limits.js';
 import { DISK, type WalkEntry, type WalkFs } from './find.js';
@@ -34,13 +34,24 @@ const MAX_BUFFER = 256 * 1024 * 1024;
  * repository found by searching; set in the environment (GIT_CONFIG_COUNT), the command line's
  * scope, which a repository's own config cannot override.
  */
-export const GIT_ENV: NodeJS.ProcessEnv = withGitConfig({
+export const GIT_ENV: NodeJS.ProcessEnv = offline(withGitConfig({
   ...process.env,
   GIT_TERMINAL_PROMPT: '0',
   GIT_PAGER: 'cat',
   GIT_OPTIONAL_LOCKS: '0',
   LC_ALL: 'C',
-}, 'safe.bareRepository', 'explicit');
+  // A partial clone (`--filter=blob:none`) fetches a missing object from its remote when one is
+  // read: dus-sync reads only what the clone holds (git 2.44 and later; older ones are held by
+  // the protocols below, and the object counts as missing).
+  GIT_NO_LAZY_FETCH: '1',
+}, 'safe.bareRepository', 'explicit'));
+
+/** No transport at all, whatever the user's config allows: every git that dus-sync runs is offline. */
+function offline(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  let out = withGitConfig(env, 'protocol.allow', 'never');
+  for (const name of ['file', 'git', 'ssh', 'http', 'https', 'ext']) out = withGitConfig(out, `protocol.${name}.allow`, 'never');
+  return out;
+}
 
 /** The environment with one more configuration entry of the command line's scope, after any it already passes. */
 export function withGitConfig(env: NodeJS.ProcessEnv, key: string, value: string): NodeJS.ProcessEnv {
@@ -55,7 +66,7 @@ function git(args: readonly string[], cwd: string): Promise<string> {
       if (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') reject(new UserError('diff --base needs git, and git was not found on the PATH; install git or run the diff where it is.'));
-        else reject(Object.assign(new Error(stderr.trim() || err.message), { gitStderr: stderr }));
+        else reject(Object.assign(new Error(gitSaid(stderr) || err.message), { gitStderr: stderr }));
         return;
       }
       resolve(stdout);
@@ -69,7 +80,7 @@ function gitBuffer(args: readonly string[], cwd: string): Promise<Buffer> {
       if (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') reject(new UserError('diff --base needs git, and git was not found on the PATH; install git or run the diff where it is.'));
-        else reject(new Error(stderr.toString('utf8').trim() || err.message));
+        else reject(new UserError(`git ${args[0]} failed in ${cwd} (${gitSaid(stderr.toString('utf8')) || err.message}); check the repository with git fsck, or run --debug for details`));
         return;
       }
       resolve(stdout);
@@ -129,6 +140,12 @@ export async function repoRoot(dir: string): Promise<string> {
   return top;
 }
 
+/** What git said, on one line: its first fatal or error line, else its first line. */
+function gitSaid(stderr: string): string {
+  const lines = stderr.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '');
+  return (lines.find((l) => /^(fatal|error):/.test(l)) ?? lines[0] ?? '').slice(0, 300);
+}
+
 function firstLine(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.split('\n')[0] ?? text;
@@ -146,6 +163,8 @@ export async function resolveCommit(root: string, ref: string): Promise<string> 
   }
 }
 
+const PARTIAL_CLONE = 'this is a partial clone (--filter), and the files of the base commit are not all in it: git would fetch them, and diff --base never goes to the network; use a full clone (actions/checkout without `filter:`), or fetch the objects first';
+
 /** `git cat-file ARGS` with `input` on its standard input: its standard output, whole. */
 function catFile(root: string, args: readonly string[], input: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -157,7 +176,8 @@ function catFile(root: string, args: readonly string[], input: string): Promise<
     child.on('error', (err) => reject((err as NodeJS.ErrnoException).code === 'ENOENT'
       ? new UserError('diff --base needs git, and git was not found on the PATH.') : err));
     child.on('close', (code) => {
-      if (code !== 0) reject(new Error(`git cat-file failed: ${stderr.trim() || `exit ${code}`}`));
+      if (code !== 0 && /promisor remote/.test(stderr)) reject(new UserError(PARTIAL_CLONE));
+      else if (code !== 0) reject(new UserError(`git cat-file failed in ${root} (${gitSaid(stderr) || `exit ${code}`}); check the repository with git fsck, or run --debug for details`));
       else resolve(Buffer.concat(chunks));
     });
     child.stdin.end(input);
@@ -221,17 +241,19 @@ function parseBatch(buf: Buffer, repoPaths: readonly string[]): Map<string, stri
   return out;
 }
 
-/** A file, link or submodule of a commit's tree (`git ls-tree -r -l`). */
+/** A file, link or submodule of a commit's tree (`git ls-tree -r`). */
 interface TreeEntry {
   readonly kind: 'file' | 'link' | 'submodule';
   readonly object: string;
-  readonly size: number;
 }
 
 /** Where a path of a commit's tree leads, links followed (CommitTree.resolve). */
 export type TreeTarget =
-  | { readonly kind: 'folder'; readonly real: string }
-  | { readonly kind: 'file'; readonly real: string; readonly object: string; readonly size: number }
+  /** `submodule`: the folder is a submodule (its tree path), empty here. */
+  | { readonly kind: 'folder'; readonly real: string; readonly submodule?: string }
+  /** A path into a submodule: its files are another repository's. */
+  | { readonly kind: 'submodule'; readonly path: string }
+  | { readonly kind: 'file'; readonly real: string; readonly object: string }
   /** Out of the repository: the commit does not hold it. `real` is the path there, for the disk to resolve (links, `..`). */
   | { readonly kind: 'outside'; readonly real: string }
   | { readonly kind: 'missing' | 'loop' };
@@ -248,12 +270,15 @@ const MAX_LINK_TARGET = 4096;
  * each link resolved as the kernel resolves one (relative to its folder, `..` taken after it, at
  * most 40 on the way). A link that leaves the repository leads out of the tree, to what the disk
  * holds there now (the commit does not hold it; the working tree's walk sees the same: only
- * --follow-external-symlinks walks or reads it). A submodule is an empty folder: its files are another repository's. The
- * folders above `top` hold the way down to it, nothing else.
+ * --follow-external-symlinks walks or reads it). A submodule is an empty
+ * folder: its files are another repository's. Outside `top` (above it too) the disk answers.
  */
 export class CommitTree implements WalkFs {
   private readonly folders = new Map<string, Map<string, TreeEntry | 'folder'>>([['', new Map()]]);
   private readonly undecodable = new Set<string>();
+  private readonly topParts: readonly string[];
+  /** The submodules the walk went into (each an empty folder here), tree paths. */
+  readonly submodulesWalked = new Set<string>();
 
   constructor(readonly top: string, entries: Iterable<readonly [string, TreeEntry]>, private readonly targets: ReadonlyMap<string, string>, undecodable: Iterable<string> = []) {
     for (const [path, entry] of entries) {
@@ -268,6 +293,7 @@ export class CommitTree implements WalkFs {
       this.folders.get(folder)!.set(parts[parts.length - 1]!, entry);
     }
     for (const f of undecodable) this.undecodable.add(f);
+    this.topParts = top.split(sep).filter((p) => p !== '');
   }
 
   /** Every file, link and submodule below the folder `rel` of the tree ('' for all), relative to it, sorted. */
@@ -285,54 +311,95 @@ export class CommitTree implements WalkFs {
     return out.sort();
   }
 
-  /** Where the absolute path `abs` leads in the tree, every link on the way followed. */
+  /**
+   * Where the absolute path `asked` leads, every link on the way followed as the kernel follows
+   * it: in the tree below `top`, on the disk outside it (a link may leave the repository and come
+   * back into it, through `..` or through another link).
+   */
   resolve(asked: string): TreeTarget {
-    const abs = this.rebased(asked);
-    const rel = relative(this.top, abs);
-    if (climbsOut(rel)) return this.above(abs) ? { kind: 'folder', real: abs } : { kind: 'outside', real: abs };
-    const todo = rel === '' ? [] : rel.split(sep).reverse();
-    const at: string[] = [];
+    const todo: string[] = [];
+    let at: string[];
+    const below = this.belowTop(asked);
+    if (below !== undefined) {
+      at = [...this.topParts];
+      todo.push(...below.reverse());
+    } else {
+      at = [];
+      todo.push(...asked.split(sep).reverse());
+    }
     let links = 0;
+    let submodule: string | undefined;
     while (todo.length > 0) {
       const name = todo.pop()!;
       if (name === '' || name === '.') continue;
       if (name === '..') {
-        if (at.length === 0) return { kind: 'outside', real: [this.top, '..', ...[...todo].reverse()].join('/') };
         at.pop();
+        submodule = undefined;
         continue;
       }
-      const folder = at.join('/');
-      const entry = this.folders.get(folder)?.get(name);
-      if (entry === undefined) return { kind: 'missing' };
-      if (entry === 'folder') {
+      const rel = this.inTree(at);
+      if (rel !== undefined) {
+        if (submodule !== undefined) return { kind: 'submodule', path: submodule };
+        const entry = this.folders.get(rel)?.get(name);
+        const path = rel === '' ? name : `${rel}/${name}`;
+        if (entry === undefined) return { kind: 'missing' };
+        if (entry === 'folder') {
+          at.push(name);
+          continue;
+        }
+        if (entry.kind === 'link') {
+          links += 1;
+          if (links > MAX_LINKS_FOLLOWED) return { kind: 'loop' };
+          const target = this.targets.get(path);
+          if (target === undefined || target === '') return { kind: 'missing' };
+          if (target.startsWith('/')) at = [];
+          todo.push(...target.split('/').reverse());
+          continue;
+        }
+        if (entry.kind === 'submodule') {
+          at.push(name);
+          submodule = path;
+          continue;
+        }
+        // A file: the last name of the path; anything after it (`f/`, `f/.`) takes it for a folder (ENOTDIR).
+        if (todo.length > 0) return { kind: 'missing' };
+        return { kind: 'file', real: join(sep, ...at, name), object: entry.object };
+      }
+      // Outside the checkout: what the disk holds there, links and all.
+      const next = join(sep, ...at, name);
+      if (this.onWayToTop(next)) {
         at.push(name);
         continue;
       }
-      if (entry.kind === 'link') {
+      let st: ReturnType<typeof lstatSync>;
+      try {
+        st = lstatSync(next);
+      } catch {
+        return { kind: 'outside', real: next };
+      }
+      if (st.isSymbolicLink()) {
         links += 1;
         if (links > MAX_LINKS_FOLLOWED) return { kind: 'loop' };
-        const target = this.targets.get(folder === '' ? name : `${folder}/${name}`);
-        if (target === undefined || target === '') return { kind: 'missing' };
-        if (posix.isAbsolute(target)) {
-          const from = relative(this.top, target);
-          if (climbsOut(from)) return { kind: 'outside', real: [target, ...[...todo].reverse()].join('/') };
-          at.length = 0;
-          todo.push(...from.split(sep).reverse());
-        } else {
-          todo.push(...target.split('/').reverse());
+        let target: string;
+        try {
+          target = readlinkSync(next);
+        } catch {
+          return { kind: 'outside', real: next };
         }
+        if (target.startsWith(sep)) at = [];
+        todo.push(...target.split(sep).reverse());
         continue;
       }
-      if (entry.kind === 'submodule') {
-        if (todo.some((t) => t !== '' && t !== '.')) return { kind: 'missing' };
+      if (st.isDirectory()) {
         at.push(name);
         continue;
       }
-      // A file: the last name of the path; anything after it (`f/`, `f/.`) takes it for a folder (ENOTDIR).
       if (todo.length > 0) return { kind: 'missing' };
-      return { kind: 'file', real: join(this.top, ...at, name), object: entry.object, size: entry.size };
+      return { kind: 'outside', real: next };
     }
-    return { kind: 'folder', real: join(this.top, ...at) };
+    const real = join(sep, ...at);
+    if (this.inTree(at) !== undefined) return { kind: 'folder', real, ...(submodule !== undefined ? { submodule } : {}) };
+    return this.onWayToTop(real) ? { kind: 'folder', real } : { kind: 'outside', real };
   }
 
   list(path: string, real: string): WalkEntry[] | 'moved' | 'undecodable' | undefined {
@@ -340,12 +407,13 @@ export class CommitTree implements WalkFs {
     if (r.kind === 'outside') return DISK.list(r.real, real);
     if (r.kind !== 'folder') return undefined;
     if (r.real !== real) return 'moved';
-    const rel = relative(this.top, r.real);
-    if (climbsOut(rel)) {
-      // A folder above the repository: the way down to it.
-      const next = relative(r.real, this.top).split(sep)[0]!;
-      return [entryOf(next, 'folder')];
+    if (r.submodule !== undefined) {
+      this.submodulesWalked.add(r.submodule);
+      return [];
     }
+    const rel = relative(this.top, r.real);
+    // A folder above the repository: the disk's (the way down to the checkout is a real folder there).
+    if (climbsOut(rel)) return DISK.list(r.real, real);
     const key = rel.split(sep).join('/');
     if (this.undecodable.has(key)) return 'undecodable';
     return [...this.folders.get(key) ?? []].map(([name, e]) => entryOf(name, e === 'folder' || e.kind === 'submodule' ? 'folder' : e.kind));
@@ -364,27 +432,22 @@ export class CommitTree implements WalkFs {
     throw Object.assign(new Error(`${path}: no such path in the commit`), { code: 'ENOENT' });
   }
 
-  /**
-   * A path into the checkout by a way the disk resolves (`/tmp` a link to `/private/tmp`, a
-   * `--dir` named through a link): the same path from the checkout's real top. Only the part
-   * that exists on the disk is resolved there, as the working tree's own reading does.
-   */
-  private rebased(abs: string): string {
-    if (!climbsOut(relative(this.top, abs)) || this.above(abs)) return abs;
-    const rest: string[] = [];
-    for (let at = abs; ; at = dirname(at)) {
-      try {
-        const real = realpathSync.native(at);
-        const moved = join(real, ...rest.reverse());
-        return climbsOut(relative(this.top, moved)) ? abs : moved;
-      } catch {
-        if (dirname(at) === at) return abs;
-        rest.push(basename(at));
-      }
-    }
+  /** The names below `top` of a path written under it (`top` itself: none), or undefined. */
+  private belowTop(abs: string): string[] | undefined {
+    if (abs === this.top) return [];
+    const prefix = this.top.endsWith(sep) ? this.top : `${this.top}${sep}`;
+    return abs.startsWith(prefix) ? abs.slice(prefix.length).split(sep) : undefined;
   }
 
-  private above(abs: string): boolean {
+  /** The tree's path of the real folder `at` ('' for top), or undefined when it is not in the tree. */
+  private inTree(at: readonly string[]): string | undefined {
+    if (at.length < this.topParts.length) return undefined;
+    for (let i = 0; i < this.topParts.length; i++) if (at[i] !== this.topParts[i]) return undefined;
+    return at.slice(this.topParts.length).join('/');
+  }
+
+  /** Whether `abs` is a folder above `top` (top is a real path: each of them is a real folder). */
+  private onWayToTop(abs: string): boolean {
     const down = relative(abs, this.top);
     return down !== '' && !climbsOut(down);
   }
@@ -400,7 +463,8 @@ function entryOf(name: string, kind: 'folder' | 'file' | 'link'): WalkEntry {
  * working tree refuses such a folder.
  */
 export async function commitTree(root: string, commit: string): Promise<CommitTree> {
-  const out = await gitBuffer(['ls-tree', '-r', '-z', '-l', '--full-tree', commit], root);
+  // Without sizes (-l): they take every object, which a partial clone does not hold.
+  const out = await gitBuffer(['ls-tree', '-r', '-z', '--full-tree', commit], root);
   const entries: [string, TreeEntry][] = [];
   const undecodable = new Set<string>();
   const links: [string, TreeEntry][] = [];
@@ -409,10 +473,10 @@ export async function commitTree(root: string, commit: string): Promise<CommitTr
     if (end < 0) end = out.length;
     const line = out.subarray(pos, end);
     pos = end + 1;
-    // "<mode> <type> <object> <size>\t<path>"; the size is "-" for a submodule.
+    // "<mode> <type> <object>\t<path>"
     const tab = line.indexOf(0x09);
     if (tab < 0) continue;
-    const [mode = '', , object = '', size = ''] = line.subarray(0, tab).toString('latin1').split(/ +/);
+    const [mode = '', , object = ''] = line.subarray(0, tab).toString('latin1').split(' ');
     const name = line.subarray(tab + 1);
     const kind = mode === '120000' ? 'link' : mode === '160000' ? 'submodule' : mode.startsWith('100') ? 'file' : undefined;
     if (kind === undefined) continue;
@@ -426,15 +490,16 @@ export async function commitTree(root: string, commit: string): Promise<CommitTr
       undecodable.add(parts.join('/'));
       continue;
     }
-    const entry: TreeEntry = { kind, object, size: kind === 'submodule' ? 0 : Number(size) };
+    const entry: TreeEntry = { kind, object };
     const path = name.toString('utf8');
     entries.push([path, entry]);
     if (kind === 'link') links.push([path, entry]);
   }
   const targets = new Map<string, string>();
-  const small = links.filter(([, e]) => e.size > 0 && e.size <= MAX_LINK_TARGET);
+  const sizes = await objectSizes(root, links.map(([, e]) => e.object));
+  const small = links.filter(([, e]) => { const n = sizes.get(e.object); return n !== undefined && n > 0 && n <= MAX_LINK_TARGET; });
   if (small.length > 0) {
-    const texts = parseBatch(await catFile(root, ['--batch'], small.map(([, e]) => `${e.object}\n`).join('')), small.map(([, e]) => e.object));
+    const texts = await readObjects(root, small.map(([, e]) => e.object));
     for (const [path, e] of small) {
       const target = texts.get(e.object);
       if (target !== undefined && !target.includes('\0')) targets.set(path, target);
@@ -462,6 +527,8 @@ export interface DesiredAtRef {
   readonly unread: readonly { readonly path: string; readonly message: string }[];
   /** The config file's text at the commit; undefined when it is not there (or there is none). */
   readonly configText: string | undefined;
+  /** Submodules (paths in the repository) the walk went into: their files are not read at the commit. */
+  readonly submodules: readonly string[];
 }
 
 /**
@@ -479,59 +546,91 @@ export async function readDesiredAtRef(args: {
   readonly select: (paths: readonly string[], configText: string | undefined, tree: CommitTree) => readonly string[];
   /** A file larger is refused by name before it is read (DUS_MAX_FILE_SIZE). */
   readonly maxBytes?: number;
-  /** A path whose link leads out of the repository: read it (the operator's --follow-external-symlinks), or say why not. */
-  readonly outside?: (real: string, path: string) => { readonly text: string } | { readonly message: string };
+  /** Why a selected path that leads to `real` is not read (out of the repository folder), or undefined to read it. */
+  readonly refuse?: (real: string) => string | undefined;
+  /** A selected path that leads out of the git repository, not refused: read it from the disk, or say why not. */
+  readonly outside?: (real: string) => { readonly text: string } | { readonly message: string };
 }): Promise<DesiredAtRef> {
   const root = await repoRoot(args.dir);
   const commit = await resolveCommit(root, args.ref);
   const tree = await commitTree(root, commit);
   const relDir = toRepoRelative(root, args.dir);
+  const maxBytes = args.maxBytes ?? Number.MAX_SAFE_INTEGER;
+  const when = `at ${commit.slice(0, 12)}`;
+  const tooLarge = (shown: string, size: number): UserError => new UserError(`the file ${shown} ${when} is ${formatSize(size)}, larger than the ${formatSize(maxBytes)} a desired-state file may be; this is probably not one: keep it out of the resources (or raise DUS_MAX_FILE_SIZE)`);
+  // The config as the commit holds it, through the commit's own links.
   let configText: string | undefined;
-  if (args.configFile) {
-    const configRel = toRepoRelativeFile(root, args.configFile);
-    if (configRel !== undefined) configText = (await readBlobs(root, commit, [configRel], args.maxBytes)).get(configRel);
+  const config = args.configFile === undefined ? undefined : tree.resolve(resolve(args.configFile));
+  if (config?.kind === 'file') {
+    const size = (await objectSizes(root, [config.object])).get(config.object);
+    if (size !== undefined && size > maxBytes) throw tooLarge(relative(tree.top, config.real).split(sep).join('/'), size);
+    configText = (await readObjects(root, [config.object])).get(config.object);
   }
   const chosen = args.select(tree.pathsUnder(relDir), configText, tree);
-  const maxBytes = args.maxBytes ?? Number.MAX_SAFE_INTEGER;
-  const top = join(tree.top, ...(relDir === '' ? [] : relDir.split('/')));
   const found: { path: string; object: string }[] = [];
   const outside = new Map<string, string>();
   const unread: { path: string; message: string }[] = [];
   for (const p of chosen) {
-    const at = tree.resolve(join(top, ...p.split('/')));
-    if (at.kind === 'file') {
-      if (at.size > maxBytes) {
-        throw new UserError(`the file ${relDir === '' ? p : `${relDir}/${p}`} at ${commit.slice(0, 12)} is ${formatSize(at.size)}, larger than the ${formatSize(maxBytes)} a desired-state file may be; this is probably not one: keep it out of the resources (or raise DUS_MAX_FILE_SIZE)`);
-      }
+    const at = tree.resolve(join(args.dir, ...p.split('/')));
+    const refused = at.kind === 'file' || at.kind === 'outside' ? args.refuse?.(at.real) : undefined;
+    if (refused !== undefined) {
+      unread.push({ path: p, message: refused });
+    } else if (at.kind === 'file') {
       found.push({ path: p, object: at.object });
     } else if (at.kind === 'outside' && args.outside !== undefined) {
-      const got = args.outside(at.real, p);
+      const got = args.outside(at.real);
       if ('text' in got) outside.set(p, got.text);
       else unread.push({ path: p, message: got.message });
     } else {
-      unread.push({ path: p, message: unreadMessage(at, commit) });
+      unread.push({ path: p, message: `${when} ${unreadMessage(at)}` });
     }
   }
-  const texts = found.length === 0 ? new Map<string, string | undefined>()
-    : parseBatch(await catFile(root, ['--batch'], found.map((f) => `${f.object}\n`).join('')), found.map((f) => f.object));
+  // Sizes first: a file larger than the limit is refused by name before any of it is read (a
+  // 700 MB blob, 700 KB in git, was read whole); an object the clone does not hold is not asked for.
+  const sizes = await objectSizes(root, found.map((f) => f.object));
+  for (const f of found) {
+    const size = sizes.get(f.object);
+    if (size !== undefined && size > maxBytes) throw tooLarge(relDir === '' ? f.path : `${relDir}/${f.path}`, size);
+  }
+  const texts = await readObjects(root, found.map((f) => f.object).filter((o) => sizes.get(o) !== undefined));
   const files: FileAtRef[] = [];
   const objectOf = new Map(found.map((f) => [f.path, f.object]));
   for (const p of chosen) {
     const object = objectOf.get(p);
     const text = object !== undefined ? texts.get(object) : outside.get(p);
     if (text !== undefined) files.push({ path: p, text });
+    else if (object !== undefined) unread.push({ path: p, message: `${when} the object of this file is missing from the local repository (a partial, shallow or damaged clone; dus-sync never fetches): fetch the base's objects (git fetch) and run again` });
   }
-  return { commit, files, unread, configText };
+  return { commit, files, unread, configText, submodules: [...tree.submodulesWalked].sort() };
 }
 
-function unreadMessage(at: TreeTarget, commit: string): string {
-  const when = `at ${commit.slice(0, 12)}`;
+function unreadMessage(at: TreeTarget): string {
   switch (at.kind) {
-    case 'outside': return `${when} this is a symbolic link to ${at.real}, outside the repository, which the commit does not hold`;
-    case 'loop': return `${when} this symbolic link leads back to itself; fix the link or remove it`;
-    case 'folder': return `${when} this leads to a folder, not to a file; link the files themselves instead`;
-    default: return `${when} this symbolic link points to a file that the commit does not hold; fix the link or remove it`;
+    case 'outside': return `this symbolic link leads to ${at.real}, outside the repository, which the commit does not hold`;
+    case 'loop': return 'this symbolic link leads back to itself; fix the link or remove it';
+    case 'folder': return 'this leads to a folder, not to a file; link the files themselves instead';
+    case 'submodule': return `this leads into the submodule ${at.path}, whose files are another repository's, which diff --base does not read at the base`;
+    default: return 'this symbolic link points to a file that the commit does not hold; fix the link or remove it';
   }
+}
+
+/** The sizes of git objects by id (`git cat-file --batch-check`); an object the repository does not hold maps to undefined. */
+async function objectSizes(root: string, objects: readonly string[]): Promise<Map<string, number | undefined>> {
+  const out = new Map<string, number | undefined>();
+  if (objects.length === 0) return out;
+  const lines = (await catFile(root, ['--batch-check'], objects.map((o) => `${o}\n`).join(''))).toString('utf8').split('\n');
+  objects.forEach((o, i) => {
+    const [, type, size] = (lines[i] ?? '').split(' ');
+    const n = Number(size);
+    out.set(o, type !== undefined && type !== 'missing' && Number.isSafeInteger(n) ? n : undefined);
+  });
+  return out;
+}
+
+/** The contents of git objects by id, in one `git cat-file --batch`; an object git does not have maps to undefined. */
+async function readObjects(root: string, objects: readonly string[]): Promise<Map<string, string | undefined>> {
+  if (objects.length === 0) return new Map();
+  return parseBatch(await catFile(root, ['--batch'], objects.map((o) => `${o}\n`).join('')), objects);
 }
 
 /**
@@ -613,17 +712,4 @@ export async function filesChangedSince(dir: string, ref: string, files: readonl
   // files changed, which one cannot be told; all of them, then.
   if (names.some((p) => !inside.has(p))) return [...inside.values()];
   return names.map((p) => inside.get(p)!);
-}
-
-/** A file's path relative to the repository root, or undefined when it lies outside it. */
-function toRepoRelativeFile(root: string, file: string): string | undefined {
-  let real: string;
-  try {
-    real = realpathSync(file);
-  } catch {
-    return undefined;
-  }
-  const rel = relative(realpathSync(root), real);
-  if (climbsOut(rel)) return undefined;
-  return rel.split(sep).join('/');
 }

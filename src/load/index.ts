@@ -17,7 +17,7 @@ import { findCandidates, type WalkFs } from './find.js';
 import { globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
 import { globOf, globProblem, globsProblem, isExclusion, reachesOutside } from './resource-globs.js';
-import { ambiguousPath, closeFolderCache, confirmFolder, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
+import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 import { tenantFold } from '../tenant.js';
@@ -825,11 +825,17 @@ export function readParsedFile(config: ResolvedConfig, path: string, got?: { sta
  * (--follow-external-symlinks), as the working tree's is; refused as the working tree's would be otherwise.
  */
 export function readOutsideFile(config: ResolvedConfig, real: string): { readonly text: string } | { readonly message: string } {
-  const root = repositoryRoot(config);
-  const read = readPolicy(config).followExternalSymlinks
-    ? readRegularFile(real, readOptions(config, root))
-    : { ok: false as const, message: `this symbolic link leads to ${printable(real)}, outside the repository folder ${printable(root)}; dus-sync reads only files inside it: copy the file into the repository, or pass --follow-external-symlinks to allow links that leave it` };
+  const refused = refusedOutside(config, real);
+  if (refused !== undefined) return { message: refused };
+  const read = readRegularFile(real, readOptions(config, repositoryRoot(config)));
   return read.ok ? { text: read.text } : { message: read.message };
+}
+
+/** Why a file at the real path `real` is not read, as the working tree's reader says it: out of the repository folder, without --follow-external-symlinks. */
+export function refusedOutside(config: ResolvedConfig, real: string): string | undefined {
+  const root = repositoryRoot(config);
+  if (readPolicy(config).followExternalSymlinks || isInside(root, real)) return undefined;
+  return `this symbolic link leads to ${printable(real)}, outside the repository folder ${printable(root)}; dus-sync reads only files inside it: copy the file into the repository, or pass --follow-external-symlinks to allow links that leave it`;
 }
 
 /** How a desired-state file of this config is read: the size limit, the repository, the link rule. */

@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildCli } from './built-cli.js';
 
@@ -144,4 +144,102 @@ describe('diff --base through committed symbolic links', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
   });
+
+  // A breaker's round (a helper given the promises and the built CLI):
+  it('a file link that leaves the repository folder (the config\'s) but not git is refused at the base, neither read nor quoted', async () => {
+    // The config in a subfolder: the repository is that folder, though git's top is above it.
+    writeFileSync(join(repo, 'fw-outside.yaml'), firmware('9.9.9', 1).replace('modem', 'secretcomponent'));
+    mkdirSync(join(repo, 'sub'));
+    writeFileSync(join(repo, 'sub', 'dus-sync.yaml'), CONFIG);
+    write('sub/tenants/a.yaml', firmware('1.0.0', 1));
+    link('../../fw-outside.yaml', 'sub/tenants/o.yaml');
+    commit();
+    unlinkSync(join(repo, 'sub/tenants/o.yaml'));
+    const { cli } = await buildCli();
+    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD'], { cwd: join(repo, 'sub'), env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    expect(r.stdout + r.stderr).not.toContain('secretcomponent');
+    expect(r.stdout + r.stderr).not.toContain('9.9.9');
+    expect(r.stderr).toMatch(/tenants\/o\.yaml:1:1: this symbolic link leads to .*fw-outside\.yaml, outside the repository folder .*sub; dus-sync reads only files inside it/);
+  });
+
+  it('links resolved as the kernel does: `..` after a link in an absolute target, out of the repository and back in', async () => {
+    write('x.yaml', firmware('1.0.0', 1));
+    write('a/x.yaml', firmware('2.0.0', 2));
+    write('a/b/keep', 'k\n');
+    write('c/y.yaml', firmware('3.0.0', 3));
+    link('a/b', 'lnk');
+    // a/b/../x.yaml is a/x.yaml to the kernel, x.yaml to a path joined as text.
+    link(join(repo, 'lnk/../x.yaml'), 'tenants/acme/abs.yaml');
+    // Out to the repository's parent and back into it by its name.
+    link(`../../../${basename(repo)}/x.yaml`, 'tenants/acme/back.yaml');
+    // Through a link of the disk outside the repository, to it.
+    symlinkSync(repo, join(scratch, 'alias'));
+    link(join(scratch, 'alias', 'c', 'y.yaml'), 'tenants/acme/alias.yaml');
+    commit();
+    const same = await diff();
+    expect(same.stderr).toBe('');
+    expect(same.code).toBe(0);
+    // A change behind the link that leaves and comes back: shown.
+    write('x.yaml', firmware('1.0.0', 7));
+    const changed = await diff();
+    expect(changed.code).toBe(2);
+    expect(changed.stdout).toContain('uncompressed_size: 1 → 7');
+  });
+
+  it('dus-sync.yaml as a link: the base\'s config is the one its link named at the base', async () => {
+    unlinkSync(join(repo, 'dus-sync.yaml'));
+    writeFileSync(join(repo, 'cfgA.yaml'), CONFIG);
+    writeFileSync(join(repo, 'cfgB.yaml'), CONFIG.replace('tenants/**/*.yaml', 'other/**/*.yaml'));
+    link('cfgA.yaml', 'dus-sync.yaml');
+    write('tenants/a.yaml', firmware('1.0.0', 1));
+    write('other/b.yaml', firmware('2.0.0', 2));
+    commit();
+    unlinkSync(join(repo, 'dus-sync.yaml'));
+    link('cfgB.yaml', 'dus-sync.yaml');
+    const r = await diff('--format', 'json');
+    expect(r.code).toBe(2);
+    const doc = JSON.parse(r.stdout) as { entries: { key: string; op: string }[] };
+    expect(doc.entries.map((e) => [e.key, e.op]).sort()).toEqual([['1.0.0', 'remove'], ['2.0.0', 'add']]);
+  });
+
+  it('a submodule the resources reach into is a warning, not a silent "added"; a link into one is named', async () => {
+    const inner = join(scratch, 'inner');
+    mkdirSync(join(inner, 'data'), { recursive: true });
+    writeFileSync(join(inner, 'data', 'z.yaml'), firmware('5.0.0', 5));
+    execFileSync('git', ['init', '-q'], { cwd: inner });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'i', '--allow-empty'], { cwd: inner });
+    execFileSync('git', ['add', '-A'], { cwd: inner });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'i'], { cwd: inner });
+    write('tenants/acme/a.yaml', firmware('1.0.0', 1));
+    git('-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', inner, 'tenants/mod');
+    commit();
+    const r = await diff();
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain('the resources reach into the submodule tenants/mod, whose files are another repository\'s: diff --base does not read them at HEAD');
+    link('../mod/data/z.yaml', 'tenants/acme/z.yaml');
+    writeFileSync(join(repo, 'dus-sync.yaml'), CONFIG.replace('["tenants/**/*.yaml"]', '["tenants/acme/*.yaml"]'));
+    commit();
+    const named = await diff();
+    expect(named.stderr).toMatch(/tenants\/acme\/z\.yaml:1:1: at [0-9a-f]{12} this leads into the submodule tenants\/mod, whose files are another repository's/);
+  });
+
+  it('a partial clone: never fetched from its remote, one sentence', async () => {
+    write('tenants/acme/b.yaml', firmware('1.1.0', 1));
+    commit();
+    write('tenants/acme/b.yaml', firmware('1.2.0', 1));
+    commit();
+    git('config', 'uploadpack.allowFilter', 'true');
+    const clone = join(scratch, 'clone');
+    execFileSync('git', ['clone', '-q', '--filter=blob:none', `file://${repo}`, clone]);
+    const missing = () => execFileSync('git', ['rev-list', '--objects', '--missing=print', '--all'], { cwd: clone, encoding: 'utf8' }).split('\n').filter((l) => l.startsWith('?')).length;
+    expect(missing()).toBeGreaterThan(0);
+    const before = missing();
+    const { cli } = await buildCli();
+    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD~1'], { cwd: clone, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('partial clone');
+    expect(missing()).toBe(before);
+  });
 });
+
