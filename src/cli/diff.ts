@@ -10,7 +10,7 @@ import { renderDiffText } from '../core/render/desired-diff-text.js';
 import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
 import { MAX_FILE_SIZE } from '../limits.js';
-import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, refusedOutside, shortGlob, type LoadFilter } from '../load/index.js';
+import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, refusedOutside, resourceScope, shortGlob, type LoadFilter } from '../load/index.js';
 import { globProblem, globsProblem, reachesOutside } from '../load/resource-globs.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
@@ -89,6 +89,7 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
   let baseConfig = config;
   const atRef = await readDesiredAtRef({
     dir: config.dir,
+    repository: resourceScope(config).base,
     ref: base,
     ...(config.file ? { configFile: config.file } : {}),
     maxBytes: config.reading?.maxFileBytes ?? MAX_FILE_SIZE.default,
@@ -103,6 +104,7 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
     refuse: (real) => refusedOutside(config, real),
     outside: (real) => readOutsideFile(config, real),
   });
+  if (atRef.configRefused !== undefined) log.warn(`the config file at ${base} is not read (${atRef.configRefused}); the working one is used for both sides.`);
   const loaded = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
   const unread = atRef.unread.map((u) => ({ file: displayPath(baseConfig, u.path), line: 1, column: 1, pointer: '', message: u.message }));
   const baseLoad = unread.length === 0 ? loaded : { ...loaded, issues: [...unread, ...loaded.issues] };

@@ -49,7 +49,7 @@ export const GIT_ENV: NodeJS.ProcessEnv = offline(withGitConfig({
 /** No transport at all, whatever the user's config allows: every git that dus-sync runs is offline. */
 function offline(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   let out = withGitConfig(env, 'protocol.allow', 'never');
-  for (const name of ['file', 'git', 'ssh', 'http', 'https', 'ext']) out = withGitConfig(out, `protocol.${name}.allow`, 'never');
+  for (const name of ['file', 'git', 'ssh', 'http', 'https', 'ftp', 'ftps', 'ext']) out = withGitConfig(out, `protocol.${name}.allow`, 'never');
   return out;
 }
 
@@ -342,7 +342,15 @@ export class CommitTree implements WalkFs {
         if (submodule !== undefined) return { kind: 'submodule', path: submodule };
         const entry = this.folders.get(rel)?.get(name);
         const path = rel === '' ? name : `${rel}/${name}`;
-        if (entry === undefined) return { kind: 'missing' };
+        if (entry === undefined) {
+          // A folder git holds no file of (`.git`, an ignored or empty one), passed through with
+          // `..` right after it: the kernel needs it only to be a folder, which the disk says.
+          if (todo[todo.length - 1] === '..' && this.diskFolder(join(sep, ...at, name))) {
+            todo.pop();
+            continue;
+          }
+          return { kind: 'missing' };
+        }
         if (entry === 'folder') {
           at.push(name);
           continue;
@@ -432,6 +440,14 @@ export class CommitTree implements WalkFs {
     throw Object.assign(new Error(`${path}: no such path in the commit`), { code: 'ENOENT' });
   }
 
+  private diskFolder(abs: string): boolean {
+    try {
+      return lstatSync(abs).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
   /** The names below `top` of a path written under it (`top` itself: none), or undefined. */
   private belowTop(abs: string): string[] | undefined {
     if (abs === this.top) return [];
@@ -465,6 +481,12 @@ function entryOf(name: string, kind: 'folder' | 'file' | 'link'): WalkEntry {
 export async function commitTree(root: string, commit: string): Promise<CommitTree> {
   // Without sizes (-l): they take every object, which a partial clone does not hold.
   const out = await gitBuffer(['ls-tree', '-r', '-z', '--full-tree', commit], root);
+  // A sparse checkout leaves files out of the working tree (skip-worktree, "S"): out of the
+  // base's too, or each would count as removed.
+  const sparse = new Set<string>();
+  for (const entry of (await gitBuffer(['ls-files', '-z', '-t'], root)).toString('utf8').split('\0')) {
+    if (entry.startsWith('S ')) sparse.add(entry.slice(2));
+  }
   const entries: [string, TreeEntry][] = [];
   const undecodable = new Set<string>();
   const links: [string, TreeEntry][] = [];
@@ -492,6 +514,7 @@ export async function commitTree(root: string, commit: string): Promise<CommitTr
     }
     const entry: TreeEntry = { kind, object };
     const path = name.toString('utf8');
+    if (sparse.has(path)) continue;
     entries.push([path, entry]);
     if (kind === 'link') links.push([path, entry]);
   }
@@ -527,6 +550,8 @@ export interface DesiredAtRef {
   readonly unread: readonly { readonly path: string; readonly message: string }[];
   /** The config file's text at the commit; undefined when it is not there (or there is none). */
   readonly configText: string | undefined;
+  /** Why the config file at the commit was not read (a link out of its folder), when it was not. */
+  readonly configRefused?: string;
   /** Submodules (paths in the repository) the walk went into: their files are not read at the commit. */
   readonly submodules: readonly string[];
 }
@@ -540,6 +565,8 @@ export interface DesiredAtRef {
  */
 export async function readDesiredAtRef(args: {
   readonly dir: string;
+  /** The folder whose git repository holds the base (the config's, dus-sync's repository); `dir` when not given. */
+  readonly repository?: string;
   readonly ref: string;
   readonly configFile?: string;
   /** `paths`: every file and link below `dir` at the commit, relative to it, sorted. */
@@ -551,22 +578,35 @@ export async function readDesiredAtRef(args: {
   /** A selected path that leads out of the git repository, not refused: read it from the disk, or say why not. */
   readonly outside?: (real: string) => { readonly text: string } | { readonly message: string };
 }): Promise<DesiredAtRef> {
-  const root = await repoRoot(args.dir);
+  // The git repository of dus-sync's repository (the config's folder), whatever --dir names: a
+  // --dir inside another repository (vendored, ignored) does not make that one's history the base.
+  const root = await repoRoot(args.repository ?? args.dir);
   const commit = await resolveCommit(root, args.ref);
   const tree = await commitTree(root, commit);
-  const relDir = toRepoRelative(root, args.dir);
+  // `dir` may lie out of the git repository (a link out, with --follow-external-symlinks): then no path of the tree is under it.
+  let relDir: string | undefined;
+  try {
+    relDir = toRepoRelative(root, args.dir);
+  } catch {
+    relDir = undefined;
+  }
   const maxBytes = args.maxBytes ?? Number.MAX_SAFE_INTEGER;
   const when = `at ${commit.slice(0, 12)}`;
   const tooLarge = (shown: string, size: number): UserError => new UserError(`the file ${shown} ${when} is ${formatSize(size)}, larger than the ${formatSize(maxBytes)} a desired-state file may be; this is probably not one: keep it out of the resources (or raise DUS_MAX_FILE_SIZE)`);
   // The config as the commit holds it, through the commit's own links.
   let configText: string | undefined;
-  const config = args.configFile === undefined ? undefined : tree.resolve(resolve(args.configFile));
-  if (config?.kind === 'file') {
+  // Only a config in the repository's tree has a version there (one named elsewhere by --config is the operator's).
+  const configFolder = args.configFile === undefined ? undefined : tree.resolve(dirname(resolve(args.configFile)));
+  const config = configFolder?.kind === 'folder' && !climbsOut(relative(tree.top, configFolder.real))
+    ? tree.resolve(resolve(args.configFile!)) : undefined;
+  // dus-sync.yaml as a link at the base: held to the same rule as in the working tree (within its folder).
+  const configRefused = config?.kind === 'file' || config?.kind === 'outside' ? args.refuse?.(config.real) : undefined;
+  if (config?.kind === 'file' && configRefused === undefined) {
     const size = (await objectSizes(root, [config.object])).get(config.object);
     if (size !== undefined && size > maxBytes) throw tooLarge(relative(tree.top, config.real).split(sep).join('/'), size);
     configText = (await readObjects(root, [config.object])).get(config.object);
   }
-  const chosen = args.select(tree.pathsUnder(relDir), configText, tree);
+  const chosen = args.select(relDir === undefined ? [] : tree.pathsUnder(relDir), configText, tree);
   const found: { path: string; object: string }[] = [];
   const outside = new Map<string, string>();
   const unread: { path: string; message: string }[] = [];
@@ -590,7 +630,7 @@ export async function readDesiredAtRef(args: {
   const sizes = await objectSizes(root, found.map((f) => f.object));
   for (const f of found) {
     const size = sizes.get(f.object);
-    if (size !== undefined && size > maxBytes) throw tooLarge(relDir === '' ? f.path : `${relDir}/${f.path}`, size);
+    if (size !== undefined && size > maxBytes) throw tooLarge(relDir === undefined || relDir === '' ? f.path : `${relDir}/${f.path}`, size);
   }
   const texts = await readObjects(root, found.map((f) => f.object).filter((o) => sizes.get(o) !== undefined));
   const files: FileAtRef[] = [];
@@ -601,7 +641,7 @@ export async function readDesiredAtRef(args: {
     if (text !== undefined) files.push({ path: p, text });
     else if (object !== undefined) unread.push({ path: p, message: `${when} the object of this file is missing from the local repository (a partial, shallow or damaged clone; dus-sync never fetches): fetch the base's objects (git fetch) and run again` });
   }
-  return { commit, files, unread, configText, submodules: [...tree.submodulesWalked].sort() };
+  return { commit, files, unread, configText, ...(configRefused !== undefined ? { configRefused } : {}), submodules: [...tree.submodulesWalked].sort() };
 }
 
 function unreadMessage(at: TreeTarget): string {

@@ -241,5 +241,63 @@ describe('diff --base through committed symbolic links', () => {
     expect(r.stderr).toContain('partial clone');
     expect(missing()).toBe(before);
   });
-});
 
+  // A second breaker's round:
+  it('a link through .git or a folder git holds nothing of, with `..` after it, is followed as the kernel does', async () => {
+    write('real/a.yaml', firmware('1.0.0', 1));
+    mkdirSync(join(repo, 'empty'));
+    link('../.git/../real/a.yaml', 'tenants/a.yaml');
+    link('../empty/../real', 'tenants/r');
+    commit();
+    const r = await diff();
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  });
+
+  it('dus-sync.yaml as a link out of its folder at the base is not read, nor quoted: a warning, the working config for both', async () => {
+    mkdirSync(join(repo, 'sub'));
+    write('other/private.yaml', 'kind: Config\nresources: ["TOP-SECRET-hunter2/{a"]\n');
+    write('sub/tenants/a.yaml', firmware('1.0.0', 1));
+    symlinkSync('../other/private.yaml', join(repo, 'sub', 'dus-sync.yaml'));
+    commit();
+    unlinkSync(join(repo, 'sub', 'dus-sync.yaml'));
+    writeFileSync(join(repo, 'sub', 'dus-sync.yaml'), CONFIG);
+    commit();
+    const { cli } = await buildCli();
+    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD~1'], { cwd: join(repo, 'sub'), env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    expect(r.stdout + r.stderr).not.toContain('TOP-SECRET');
+    expect(r.stderr).toMatch(/the config file at HEAD~1 is not read \(this symbolic link leads to .*other\/private\.yaml, outside the repository folder .*sub;.*\); the working one is used for both sides/);
+    expect(r.status).toBe(0);
+  });
+
+  it('a sparse checkout: the files it leaves out are not "removed"', async () => {
+    write('tenants/in/a.yaml', firmware('1.0.0', 1));
+    write('tenants/out/b.yaml', firmware('2.0.0', 2));
+    commit();
+    git('sparse-checkout', 'set', '--no-cone', '/dus-sync.yaml', '/tenants/in/');
+    const r = await diff();
+    expect(r.stdout).toContain('No differences in the desired state.');
+    expect(r.code).toBe(0);
+  });
+
+  it("the base is the config's repository's, whatever --dir names: not a nested repository's history, nor one a link leads to", async () => {
+    writeFileSync(join(repo, 'dus-sync.yaml'), CONFIG.replace('["tenants/**/*.yaml"]', '["**/*.yaml"]'));
+    write('.gitignore', 'vendor/\n');
+    commit();
+    const vendor = join(repo, 'vendor');
+    mkdirSync(vendor);
+    const inVendor = (...args: string[]) => execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], { cwd: vendor });
+    inVendor('init', '-q');
+    writeFileSync(join(vendor, 'a.yaml'), firmware('1.0.0', 1));
+    inVendor('add', '-A');
+    inVendor('commit', '-qm', 'v');
+    writeFileSync(join(vendor, 'a.yaml'), firmware('1.0.1', 1));
+    const r = await diff('--format', 'json');
+    const { cli } = await buildCli();
+    const withDir = spawnSync(process.execPath, [cli, '--config', 'dus-sync.yaml', '--dir', 'vendor', 'diff', '--base', 'HEAD', '--format', 'json'], { cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    for (const out of [r.stdout, withDir.stdout]) {
+      const doc = JSON.parse(out) as { entries: { key: string; op: string }[] };
+      expect(doc.entries.map((e) => [e.key, e.op])).toEqual([['1.0.1', 'add']]);
+    }
+  });
+});
