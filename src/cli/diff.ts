@@ -10,7 +10,7 @@ import { renderDiffText } from '../core/render/desired-diff-text.js';
 import { redactDeep } from '../redact.js';
 import { readDesiredAtRef } from '../load/git.js';
 import { MAX_FILE_SIZE } from '../limits.js';
-import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, refusedOutside, resourceScope, shortGlob, type LoadFilter } from '../load/index.js';
+import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, refusedConfigLink, refusedOutside, resourceScope, shortGlob, type LoadFilter } from '../load/index.js';
 import { globProblem, globsProblem, reachesOutside } from '../load/resource-globs.js';
 import type { DesiredState, Logger, ResolvedConfig } from '../model/index.js';
 import { setup } from './common.js';
@@ -102,6 +102,7 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
     // What the working tree's reader refuses, the base's does too: a file out of the repository
     // folder (the config's), unless the operator follows links out.
     refuse: (real) => refusedOutside(config, real),
+    refuseConfig: (real) => refusedConfigLink(config, real),
     outside: (real) => readOutsideFile(config, real),
   });
   if (atRef.configRefused !== undefined) log.warn(`the config file at ${base} is not read (${atRef.configRefused}); the working one is used for both sides.`);

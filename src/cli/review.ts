@@ -23,6 +23,7 @@ import { keyFilePath, readApiKeys } from '../load/keys.js';
 import { climbsOut } from '../load/read-file.js';
 import { filesChangedSince, linksChangedSince, nearerFilesAtRef, readDesiredAtRef, repoRoot, resolveCommit } from '../load/git.js';
 import { DEFAULT_CONFIG_FILE } from '../load/config.js';
+import { refusedConfigLink, resourceScope } from '../load/index.js';
 import { desiredRevision } from '../load/revision.js';
 import { VERSION } from '../version.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
@@ -228,7 +229,8 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
       if (nearer.length > 0) return `${nearer[0]} removed`;
     }
     await readDesiredAtRef({
-      dir: config.dir, ref: baseRef, ...(config.file ? { configFile: config.file } : {}),
+      dir: config.dir, repository: resourceScope(config).base, ref: baseRef, ...(config.file ? { configFile: config.file } : {}),
+      refuseConfig: (real) => refusedConfigLink(config, real),
       select: (_paths, configText) => {
         text = configText;
         return [];

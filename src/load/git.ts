@@ -277,10 +277,12 @@ export class CommitTree implements WalkFs {
   private readonly folders = new Map<string, Map<string, TreeEntry | 'folder'>>([['', new Map()]]);
   private readonly undecodable = new Set<string>();
   private readonly topParts: readonly string[];
+  private trackedFolders: Set<string> | undefined;
   /** The submodules the walk went into (each an empty folder here), tree paths. */
   readonly submodulesWalked = new Set<string>();
 
-  constructor(readonly top: string, entries: Iterable<readonly [string, TreeEntry]>, private readonly targets: ReadonlyMap<string, string>, undecodable: Iterable<string> = []) {
+  /** `index`: the paths the working tree's index tracks (git ls-files). */
+  constructor(readonly top: string, entries: Iterable<readonly [string, TreeEntry]>, private readonly targets: ReadonlyMap<string, string>, undecodable: Iterable<string> = [], private readonly index: readonly string[] = []) {
     for (const [path, entry] of entries) {
       const parts = path.split('/');
       let folder = '';
@@ -343,13 +345,13 @@ export class CommitTree implements WalkFs {
         const entry = this.folders.get(rel)?.get(name);
         const path = rel === '' ? name : `${rel}/${name}`;
         if (entry === undefined) {
-          // A folder git holds no file of (`.git`, an ignored or empty one), passed through with
-          // `..` right after it: the kernel needs it only to be a folder, which the disk says.
-          if (todo[todo.length - 1] === '..' && this.diskFolder(join(sep, ...at, name))) {
-            todo.pop();
-            continue;
-          }
-          return { kind: 'missing' };
+          // A folder git tracks nothing in (`.git`, an ignored, untracked or empty one): a path
+          // may pass through it and come back out with `..` (`ign/./sub/../..`), where the kernel
+          // needs only that each is a folder, which the disk says. Nothing in it is at the base,
+          // and neither is a folder the working tree tracks that the commit lacks (added since).
+          const back = this.untrackedPassage(at, name, todo);
+          if (back === undefined) return { kind: 'missing' };
+          continue;
         }
         if (entry === 'folder') {
           at.push(name);
@@ -440,12 +442,50 @@ export class CommitTree implements WalkFs {
     throw Object.assign(new Error(`${path}: no such path in the commit`), { code: 'ENOENT' });
   }
 
+  /**
+   * From the tree folder `at`, into the untracked folder `name` and out again: consumes from
+   * `todo` the names of the way through (folders of the disk only, then as many `..`) and
+   * returns true when it leads back to `at`; undefined when the path goes anywhere else (a file,
+   * a link, or a folder the index tracks: each is not at the base).
+   */
+  private untrackedPassage(at: readonly string[], name: string, todo: string[]): true | undefined {
+    const inside = [name];
+    for (;;) {
+      const folder = join(sep, ...at, ...inside);
+      if (this.tracked(folder) || !this.diskFolder(folder)) return undefined;
+      for (let next = todo.pop(); ; next = todo.pop()) {
+        if (next === undefined) return undefined;
+        if (next === '' || next === '.') continue;
+        if (next === '..') {
+          inside.pop();
+          if (inside.length === 0) return true;
+          continue;
+        }
+        inside.push(next);
+        break;
+      }
+    }
+  }
+
   private diskFolder(abs: string): boolean {
     try {
       return lstatSync(abs).isDirectory();
     } catch {
       return false;
     }
+  }
+
+  /** Whether the working tree's index tracks a file at or below `abs` (a folder added since the commit, say). */
+  private tracked(abs: string): boolean {
+    if (this.trackedFolders === undefined) {
+      this.trackedFolders = new Set();
+      for (const path of this.index) {
+        for (let i = path.indexOf('/'); i >= 0; i = path.indexOf('/', i + 1)) this.trackedFolders.add(path.slice(0, i));
+        this.trackedFolders.add(path);
+      }
+    }
+    const rel = relative(this.top, abs);
+    return !climbsOut(rel) && this.trackedFolders.has(rel.split(sep).join('/'));
   }
 
   /** The names below `top` of a path written under it (`top` itself: none), or undefined. */
@@ -483,9 +523,16 @@ export async function commitTree(root: string, commit: string): Promise<CommitTr
   const out = await gitBuffer(['ls-tree', '-r', '-z', '--full-tree', commit], root);
   // A sparse checkout leaves files out of the working tree (skip-worktree, "S"): out of the
   // base's too, or each would count as removed.
+  // Only where the file is not on the disk: a flag set by hand (update-index --skip-worktree) on
+  // a file that is there leaves it in.
   const sparse = new Set<string>();
+  const index: string[] = [];
+  const realRoot = realpathSync(root);
   for (const entry of (await gitBuffer(['ls-files', '-z', '-t'], root)).toString('utf8').split('\0')) {
-    if (entry.startsWith('S ')) sparse.add(entry.slice(2));
+    if (entry.length < 3) continue;
+    const path = entry.slice(2);
+    index.push(path);
+    if (entry.startsWith('S ') && !onDisk(join(realRoot, ...path.split('/')))) sparse.add(path);
   }
   const entries: [string, TreeEntry][] = [];
   const undecodable = new Set<string>();
@@ -528,7 +575,16 @@ export async function commitTree(root: string, commit: string): Promise<CommitTr
       if (target !== undefined && !target.includes('\0')) targets.set(path, target);
     }
   }
-  return new CommitTree(realpathSync(root), entries, targets, undecodable);
+  return new CommitTree(realRoot, entries, targets, undecodable, index);
+}
+
+function onDisk(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function splitBytes(buf: Buffer, byte: number): Buffer[] {
@@ -575,6 +631,8 @@ export async function readDesiredAtRef(args: {
   readonly maxBytes?: number;
   /** Why a selected path that leads to `real` is not read (out of the repository folder), or undefined to read it. */
   readonly refuse?: (real: string) => string | undefined;
+  /** Why the config file, when it leads to `real`, is not read (a link out of its folder), or undefined to read it. */
+  readonly refuseConfig?: (real: string) => string | undefined;
   /** A selected path that leads out of the git repository, not refused: read it from the disk, or say why not. */
   readonly outside?: (real: string) => { readonly text: string } | { readonly message: string };
 }): Promise<DesiredAtRef> {
@@ -600,7 +658,7 @@ export async function readDesiredAtRef(args: {
   const config = configFolder?.kind === 'folder' && !climbsOut(relative(tree.top, configFolder.real))
     ? tree.resolve(resolve(args.configFile!)) : undefined;
   // dus-sync.yaml as a link at the base: held to the same rule as in the working tree (within its folder).
-  const configRefused = config?.kind === 'file' || config?.kind === 'outside' ? args.refuse?.(config.real) : undefined;
+  const configRefused = config?.kind === 'file' || config?.kind === 'outside' ? args.refuseConfig?.(config.real) : undefined;
   if (config?.kind === 'file' && configRefused === undefined) {
     const size = (await objectSizes(root, [config.object])).get(config.object);
     if (size !== undefined && size > maxBytes) throw tooLarge(relative(tree.top, config.real).split(sep).join('/'), size);

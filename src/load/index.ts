@@ -838,6 +838,22 @@ export function refusedOutside(config: ResolvedConfig, real: string): string | u
   return `this symbolic link leads to ${printable(real)}, outside the repository folder ${printable(root)}; dus-sync reads only files inside it: copy the file into the repository, or pass --follow-external-symlinks to allow links that leave it`;
 }
 
+/**
+ * Why the config file at a commit, leading to `real`, is not read: a link out of the folder that
+ * holds it (the working tree's rule for dus-sync.yaml, src/load/config.ts), without --follow-external-symlinks.
+ */
+export function refusedConfigLink(config: ResolvedConfig, real: string): string | undefined {
+  if (config.file === undefined || readPolicy(config).followExternalSymlinks) return undefined;
+  let folder: string;
+  try {
+    folder = realpathSync.native(dirname(config.file));
+  } catch {
+    folder = dirname(config.file);
+  }
+  if (isInside(folder, real)) return undefined;
+  return `this config file is a link to ${printable(real)}, outside the folder that holds it; pass --follow-external-symlinks to read it`;
+}
+
 /** How a desired-state file of this config is read: the size limit, the repository, the link rule. */
 function readOptions(config: ResolvedConfig, root: string): ReadOptions {
   const policy = readPolicy(config);

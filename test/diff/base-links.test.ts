@@ -266,7 +266,7 @@ describe('diff --base through committed symbolic links', () => {
     const { cli } = await buildCli();
     const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD~1'], { cwd: join(repo, 'sub'), env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
     expect(r.stdout + r.stderr).not.toContain('TOP-SECRET');
-    expect(r.stderr).toMatch(/the config file at HEAD~1 is not read \(this symbolic link leads to .*other\/private\.yaml, outside the repository folder .*sub;.*\); the working one is used for both sides/);
+    expect(r.stderr).toMatch(/the config file at HEAD~1 is not read \(this config file is a link to .*other\/private\.yaml, outside the folder that holds it; pass --follow-external-symlinks to read it\); the working one is used for both sides/);
     expect(r.status).toBe(0);
   });
 
@@ -300,4 +300,41 @@ describe('diff --base through committed symbolic links', () => {
       expect(doc.entries.map((e) => [e.key, e.op])).toEqual([['1.0.1', 'add']]);
     }
   });
+
+  // A third breaker's round:
+  it('a skip-worktree flag set by hand on a file that is there leaves it in the base', async () => {
+    write('tenants/acme/a.yaml', firmware('1.0.0', 1));
+    write('tenants/acme/b.yaml', firmware('1.0.1', 1));
+    commit();
+    git('update-index', '--skip-worktree', 'tenants/acme/b.yaml');
+    const r = await diff();
+    expect(r.stdout).toContain('No differences in the desired state.');
+    expect(r.code).toBe(0);
+  });
+
+  it('through an untracked folder and out again by any spelling; a folder added since the base is not at the base', async () => {
+    write('real/a.yaml', firmware('1.0.0', 1));
+    write('.gitignore', 'ign/\n');
+    write('ign/sub/junk', 'j\n');
+    link('../../ign/./../real/a.yaml', 'tenants/acme/l.yaml');
+    link('../../ign/sub/../..//real/a.yaml', 'tenants/acme/m.yaml');
+    link('../../.git/./../real', 'tenants/acme/n');
+    commit();
+    const same = await diff();
+    expect(same.stderr).toBe('');
+    expect(same.code).toBe(0);
+    // A link through a folder the change adds dangles at the base.
+    link('../../newdir/../real/a.yaml', 'tenants/acme/o.yaml');
+    commit();
+    write('newdir/n.txt', 'n\n');
+    git('add', 'newdir');
+    git('commit', '-qm', 'newdir');
+    const before = await diff('--format', 'json');
+    const { cli } = await buildCli();
+    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD~1'], { cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    expect(JSON.parse(before.stdout)).toMatchObject({ entries: [] });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/tenants\/acme\/o\.yaml:1:1: at [0-9a-f]{12} this symbolic link points to a file that the commit does not hold/);
+  });
 });
+
