@@ -10,7 +10,7 @@
 //      found by its marker and its author, updated on every push.
 // Commenting is best effort: a token that may not comment (a fork's) is a warning, not a failure.
 // Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
-import { appendFileSync, lstatSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, lstatSync, readlinkSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
@@ -23,7 +23,7 @@ import { keyFilePath, readApiKeys } from '../load/keys.js';
 import { climbsOut } from '../load/read-file.js';
 import { filesChangedSince, linksChangedSince, nearerFilesAtRef, readDesiredAtRef, repoRoot, resolveCommit } from '../load/git.js';
 import { DEFAULT_CONFIG_FILE } from '../load/config.js';
-import { refusedConfigLink, resourceScope } from '../load/index.js';
+import { refusedConfigLink } from '../load/index.js';
 import { desiredRevision } from '../load/revision.js';
 import { VERSION } from '../version.js';
 import { keysInLive, SHOWN_IN_PLAN, warnKeysInLive } from '../live-keys.js';
@@ -91,6 +91,35 @@ function targetBranchOf(env: NodeJS.ProcessEnv, baseRef: string): string | undef
 }
 
 /** Whether the ref names a commit in the repository of `dir` (a shallow clone may not have the target branch). */
+/**
+ * The folder whose git repository the change is compared in: the config's own folder when a git
+ * repository holds it (not --dir, which may be another checkout); else (no config file, or the
+ * runner's own outside any repository) --dir's, where the key files it names may be.
+ */
+async function configRepositoryDir(config: ResolvedConfig): Promise<string> {
+  if (config.file === undefined) return config.dir;
+  const folder = dirname(config.file);
+  return (await repoRootOf(folder)) !== undefined ? folder : config.dir;
+}
+
+/** `path`, and each link it leads through to its end (at most 40, as the kernel): the names a change could retarget. */
+function linkChain(path: string): string[] {
+  const out = [path];
+  let at = path;
+  for (let i = 0; i < 40; i++) {
+    let target: string;
+    try {
+      if (!lstatSync(at).isSymbolicLink()) break;
+      target = readlinkSync(at);
+      at = resolve(realpathSync(dirname(at)), target);
+    } catch {
+      break;
+    }
+    out.push(at);
+  }
+  return out;
+}
+
 async function refAtHand(dir: string, ref: string): Promise<boolean> {
   try {
     await resolveCommit(await repoRoot(dir), ref);
@@ -149,6 +178,7 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
     // The keys go only where the base branch sends them: a pull request that changes base_url
     // (or where a tenant's key is read from) would otherwise receive them with its own plan.
     const baseRef = opts.base ?? defaultBase(env);
+    if (keyless === undefined && !baseRef) log.warn('no base ref (--base, or the CI\'s GITHUB_BASE_REF or CI_MERGE_REQUEST_DIFF_BASE_SHA): whether this change moves where the API keys go is not checked');
     if (keyless === undefined && baseRef) {
       // A config found by the upward search (no --config, no DUS_CONFIG): from where it started.
       const searchedFrom = globals.config === undefined && (env.DUS_CONFIG ?? '').trim() === '' ? resolve(process.cwd(), globals.dir ?? '.') : undefined;
@@ -157,7 +187,7 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
       // and key sources, which the target branch may have left since (a host given up). The
       // keys go only where both send them, when the target branch is at hand.
       const target = opts.base === undefined ? targetBranchOf(env, baseRef) : undefined;
-      if (moved === undefined && target !== undefined && await refAtHand(config.dir, target)) {
+      if (moved === undefined && target !== undefined && await refAtHand(await configRepositoryDir(config), target)) {
         const since = await keysRedirected(config, tenantsOf(desired), target, log, searchedFrom);
         if (since !== undefined) moved = `${since} (against ${target}, where the target branch is now)`;
       }
@@ -186,21 +216,24 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
  * the config is not the change's to write (no config file, or one outside the repository).
  */
 async function keysRedirected(config: ResolvedConfig, tenants: readonly string[], baseRef: string, _log: Logger, searchedFrom?: string): Promise<string | undefined> {
+  // The repository of the config, whatever --dir names (a second checkout, another repository):
+  // where the keys go is the config's, and its history is what the change is compared with.
+  const dir = await configRepositoryDir(config);
   // A config reached through a link inside the repository: the base ref's file at the link's
   // target may be another config (a staging one, with another base_url or key variable), and the
   // change need only add the link. Only a config at its own path is compared.
   // A config in a submodule: its base ref is the submodule's own, which the change can point
   // anywhere (the working-directory replaced by a submodule of another repository).
-  const superproject = await superprojectOf(config.dir);
+  const superproject = await superprojectOf(dir);
   if (superproject !== undefined) return `the config is in a git submodule of ${superproject}`;
   if (config.file !== undefined) {
-    const link = await linkInRepository(logicalPath(config.file), config.dir);
+    const link = await linkInRepository(logicalPath(config.file), dir);
     if (link !== undefined) return `${basename(config.file)} is reached through the symbolic link ${link} in the repository`;
   }
   // Where the search began, as the shell names it: a working folder replaced by a link (to the
   // top, to a folder without a config) makes the search climb to another config of the base branch.
   if (searchedFrom !== undefined) {
-    const link = await linkInRepository(logicalPath(searchedFrom), config.dir);
+    const link = await linkInRepository(logicalPath(searchedFrom), dir);
     if (link !== undefined) return `the folder the config was searched from is reached through the symbolic link ${link} in the repository`;
   }
   let text: string | undefined;
@@ -209,7 +242,7 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
     // have been started in a folder reached through it by a plain chdir (a CI runner's
     // working-directory), which leaves no PWD to see the link by, and a chain of links (one the
     // base already has among them) may end anywhere. A link to a file is the config's own check.
-    const changedLinks = await linksChangedSince(config.dir, baseRef);
+    const changedLinks = await linksChangedSince(dir, baseRef);
     // Only a link that leads to a file here is the config's own check: one that leads nowhere
     // from here may lead somewhere from the runner's folder (/proc/self/cwd/..., relative to it).
     const redirect = changedLinks.find((changed) => {
@@ -217,7 +250,7 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
       try { return !statSync(changed.path).isFile(); } catch { return true; }
     });
     if (redirect !== undefined) {
-      const root = await repoRootOf(config.dir);
+      const root = await repoRootOf(dir);
       const shown = root === undefined ? redirect.path : relative(root, redirect.path);
       return redirect.submodule ? `the submodule ${shown} changed` : `the symbolic link ${shown}, to a folder or nowhere from here, changed`;
     }
@@ -229,7 +262,7 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
       if (nearer.length > 0) return `${nearer[0]} removed`;
     }
     await readDesiredAtRef({
-      dir: config.dir, repository: resourceScope(config).base, ref: baseRef, ...(config.file ? { configFile: config.file } : {}),
+      dir, repository: dir, ref: baseRef, ...(config.file ? { configFile: config.file } : {}),
       refuseConfig: (real) => refusedConfigLink(config, real),
       select: (_paths, configText) => {
         text = configText;
@@ -242,7 +275,7 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
   if (text === undefined) {
     // No config file (the environment says it all), or one outside the repository: not the
     // change's, but a key file it names may be in the repository.
-    if (config.file === undefined || !(await insideRepository(config.file, config.dir))) return await keyFilesChanged(config, tenants, baseRef);
+    if (config.file === undefined || !(await insideRepository(config.file, dir))) return await keyFilesChanged(config, tenants, baseRef);
     // The change adds it: the base branch sends no key anywhere.
     return `${basename(config.file)} added`;
   }
@@ -258,15 +291,17 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
  * as the key. One a CI step wrote there (untracked, ignored) is not the change's.
  */
 async function keyFilesChanged(config: ResolvedConfig, tenants: readonly string[], baseRef: string): Promise<string | undefined> {
+  // Each key file, and every link on its way and the file it ends at: a change that retargets a
+  // link further along the chain (acme.key -> hop -> ...) sends another file as well.
   const files = new Map<string, string>();
   for (const name of [...new Set([...Object.keys(config.tenants), ...tenants])].sort()) {
     const file = Object.hasOwn(config.tenants, name) ? config.tenants[name]!.apiKeyFile : undefined;
-    if (file !== undefined) files.set(keyFilePath(config, file), name);
+    if (file !== undefined) for (const step of linkChain(keyFilePath(config, file))) if (!files.has(step)) files.set(step, name);
   }
   if (files.size === 0) return undefined;
   let changed: string[];
   try {
-    changed = await filesChangedSince(config.dir, baseRef, [...files.keys()]);
+    changed = await filesChangedSince(await configRepositoryDir(config), baseRef, [...files.keys()]);
   } catch (err) {
     return `whether the change writes the API key files could not be checked (${err instanceof Error ? err.message : String(err)})`;
   }

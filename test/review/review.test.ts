@@ -768,6 +768,67 @@ describe('what a tester broke in review, each now a test', () => {
     }
   });
 
+  // A breaker's round: a link further along the key file's chain, retargeted by the change
+  // (acme.key -> hop -> a file of the runner's), sent another file of the runner's as the key.
+  it('a pull request that retargets a link on the way to a key file never gets it sent', async () => {
+    const server = await recorder();
+    const mine = join(work, 'runner-acme-key');
+    const other = join(work, 'runner-other-secret');
+    writeFileSync(mine, 'file-key-acme\n');
+    writeFileSync(other, 'other-runner-secret\n');
+    try {
+      const repo = await makeRepo('keyfile-chain');
+      const config = join(repo.dir, 'dus-sync.yaml');
+      writeFileSync(config, readFileSync(config, 'utf8').replace(/^base_url: .*$/m, `base_url: ${server.url}`).replace(/^ {2}acme: .*$/m, '  acme: { api_key_file: acme.key }'));
+      symlinkSync('hop', join(repo.dir, 'acme.key'));
+      symlinkSync(mine, join(repo.dir, 'hop'));
+      await commitBase(repo.root, 'the key through a chain of links');
+      rmSync(join(repo.dir, 'hop'));
+      symlinkSync(other, join(repo.dir, 'hop'));
+      await git(repo.root, 'commit', '-qam', 'only hop moves');
+      appendPhase(repo.dir, 'wave-h');
+      const env = baseEnv({ ...githubEnv(join(work, 'summary-keyfile-chain.md')), DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, 'state-keyfile-chain') });
+      const r = await exec(process.execPath, [CLI, 'review', '--no-comment'], repo.dir, env);
+      expect(r.stderr).toMatch(/the API key file of tenant acme changed in this change: the API keys are not sent/);
+      expect(server.keys).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  // A breaker's round: --config in the checkout and --dir in another repository (a second
+  // checkout): base_url moved by the change was compared in --dir's history, not the config's.
+  it('a pull request that moves base_url is caught whatever --dir names', async () => {
+    const server = await recorder();
+    try {
+      const repo = await makeRepo('keys-other-dir');
+      const config = join(repo.dir, 'dus-sync.yaml');
+      configTo(config, config, server.url);
+      await commitBase(repo.root, 'the host');
+      const data = join(work, 'keys-other-dir-data');
+      mkdirSync(join(data, 'tenants', 'acme'), { recursive: true });
+      cpSync(join(repo.dir, 'tenants'), join(data, 'tenants'), { recursive: true });
+      await git(data, 'init', '-q', '-b', 'main');
+      await git(data, 'add', '-A');
+      await git(data, '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'data');
+      await git(data, 'update-ref', 'refs/remotes/origin/main', 'HEAD');
+      const moved = await recorder();
+      try {
+        configTo(config, config, moved.url);
+        await git(repo.root, 'commit', '-qam', 'another host');
+        const env = baseEnv({ ...githubEnv(join(work, 'summary-keys-other-dir.md')), DUS_API_KEY_ACME: 'dev-key-acme', DUS_API_KEY_GLOBEX: 'dev-key-globex', DUS_SYNC_STATE_DIR: join(work, 'state-keys-other-dir') });
+        const r = await exec(process.execPath, [CLI, '--config', config, '--dir', join(data, 'tenants'), 'review', '--no-comment'], repo.dir, env);
+        expect(r.stderr).toMatch(/base_url changed in this change: the API keys are not sent where the change says/);
+        expect(moved.keys).toEqual([]);
+        expect(server.keys).toEqual([]);
+      } finally {
+        await moved.close();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
   // GitLab's base is the merge base: a branch forked before the target moved to another host
   // keeps the old base_url, which the target branch no longer sends the keys to.
   it('a GitLab merge request forked before base_url moved sends no key to the old host', async () => {
