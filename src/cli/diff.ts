@@ -1,6 +1,7 @@
 // `dus-sync diff --base REF`: the desired state at a git ref against the working tree, offline.
 // No key, no base_url, no request: it runs in pull requests from forks that get no secrets.
 // Exit 0 without differences, 2 with, 1 on error (like plan --detailed-exitcode).
+import { dirname } from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, UserError } from '../errors.js';
 import { baseInvalidWarning, baseSubmoduleWarning, diffDesired, hasDifferences, type DesiredDiff, type DiffWarning } from '../core/desired-diff.js';
@@ -8,7 +9,8 @@ import { renderDiffJson } from '../core/render/desired-diff-json.js';
 import { renderDiffMarkdown } from '../core/render/desired-diff-markdown.js';
 import { renderDiffText } from '../core/render/desired-diff-text.js';
 import { redactDeep } from '../redact.js';
-import { readDesiredAtRef } from '../load/git.js';
+import { configTextAtRef, readDesiredAtRef } from '../load/git.js';
+import { registerKeysOfRawConfig } from '../load/keys.js';
 import { MAX_FILE_SIZE } from '../limits.js';
 import { displayPath, listIn, loadDesiredState, loadDocuments, readOutsideFile, refusedConfigLink, refusedOutside, resourceScope, shortGlob, type LoadFilter } from '../load/index.js';
 import { globProblem, globsProblem, reachesOutside } from '../load/resource-globs.js';
@@ -83,6 +85,7 @@ export interface DiffResult {
 
 /** The desired state at the base ref against the working tree (diff and review share it). */
 export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, log: Logger, base: string): Promise<DiffResult> {
+  await registerBaseKeys(config, base);
   const head = await loadDesiredState(config, filter);
   if (head.issues.length > 0) throw new ConfigError(head.issues);
 
@@ -118,6 +121,25 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
   }
   log.debug(`base ${base} is commit ${atRef.commit}: ${atRef.files.length} resource file(s)`);
   return { diff: diffDesired(baseDesired, head.desired, extra), commit: atRef.commit };
+}
+
+/**
+ * The keys the base's config names (its key files and variables) are keys too, known to
+ * redaction before anything is loaded: a change that stops naming a key file the CI still writes
+ * could otherwise have a resource lead to it, and an issue quote it. Best effort, as for the
+ * working config's keys.
+ */
+export async function registerBaseKeys(config: ResolvedConfig, base: string): Promise<void> {
+  if (config.file === undefined) return;
+  const text = await configTextAtRef(dirname(config.file), base, config.file);
+  if (text === undefined) return;
+  const doc = parseDocument(text, { uniqueKeys: false });
+  if (doc.errors.length > 0) return;
+  try {
+    registerKeysOfRawConfig(doc.toJS({ maxAliasCount: 100 }), config.file, process.env);
+  } catch {
+    // Best effort: a config the base cannot parse names no key that can be made out.
+  }
 }
 
 function describeIssue(i: { file: string; line: number; column: number; message: string }): string {

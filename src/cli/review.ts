@@ -34,7 +34,7 @@ import { HostError } from '../review/http.js';
 import { githubTarget, gitlabTarget, markerFor, type StickyTarget } from '../review/sticky.js';
 import { setup } from './common.js';
 import { apiLimitFlags, stderrLogger, type GlobalOptions } from './context.js';
-import { diffAgainst } from './diff.js';
+import { diffAgainst, registerBaseKeys } from './diff.js';
 import { planExitCode } from './plan.js';
 import { ghData } from './validate.js';
 import { writeWorkflowCommands } from './output.js';
@@ -172,6 +172,8 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
   try {
     const { config, filter } = await setup(globals);
     where.dir = config.dir;
+    const baseForKeys = opts.base ?? defaultBase(env);
+    if (baseForKeys) await registerBaseKeys(config, baseForKeys);
     const desired = await loadOrThrow(config, filter);
     const mode = opts.mode ?? 'auto';
     let keyless = mode === 'diff' ? 'diff was asked for' : mode === 'auto' ? await whyNoPlan(config, tenantsOf(desired), env) : undefined;

@@ -732,6 +732,29 @@ async function readObjects(root: string, objects: readonly string[]): Promise<Ma
 }
 
 /**
+ * The text of the config file as `ref` holds it at the same place (links inside the repository
+ * followed by git), or undefined: best effort, for registering the keys the base config names
+ * with redaction before anything is loaded (a key file the change stops naming is still a key).
+ * Never throws.
+ */
+export async function configTextAtRef(repository: string, ref: string, configFile: string): Promise<string | undefined> {
+  try {
+    const root = await repoRoot(repository);
+    const commit = await resolveCommit(root, ref);
+    const rel = relative(realpathSync(root), join(realpathSync(dirname(configFile)), basename(configFile)));
+    if (rel === '' || climbsOut(rel) || /[\n\r]/.test(rel)) return undefined;
+    const out = await catFile(root, ['--batch', '--follow-symlinks'], `${commit}:${rel.split(sep).join('/')}\n`);
+    const eol = out.indexOf(0x0a);
+    const [, type, size] = out.subarray(0, eol < 0 ? 0 : eol).toString('utf8').split(' ');
+    const n = Number(size);
+    if (type !== 'blob' || !Number.isSafeInteger(n) || n > 4 * 1024 * 1024) return undefined;
+    return out.subarray(eol + 1, eol + 1 + n).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The files named `name` that `ref` holds in the folders from `start` up to `stop` (not
  * included; the repository's top included when `stop` is undefined or not above `start`),
  * relative to the repository: what an upward search from `start` would have found first at

@@ -4,7 +4,7 @@
 // repository with a link), a link that changed shows what changed behind it, a link that loops or
 // leads out of the repository at the base is named, and a file name with a line break is read.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -335,6 +335,26 @@ describe('diff --base through committed symbolic links', () => {
     expect(JSON.parse(before.stdout)).toMatchObject({ entries: [] });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/tenants\/acme\/o\.yaml:1:1: at [0-9a-f]{12} this symbolic link points to a file that the commit does not hold/);
+  });
+
+  // A fifth breaker's round: a key file the base names, which the change stops naming, is still a key.
+  it('a key file the base config names is redacted in diff and review even when the change stops naming it', async () => {
+    const KEY = '*AbCdEf0123456789';
+    write('.gitignore', 'keys/\n');
+    writeFileSync(join(repo, 'dus-sync.yaml'), CONFIG.replace('acme: { api_key_env: DUS_API_KEY_ACME }', 'acme: { api_key_file: keys/acme.key }').replace('default_tenant', 'base_url: http://127.0.0.1:9\ndefault_tenant'));
+    write('tenants/acme/m.yaml', firmware('2.4.1', 100));
+    commit();
+    git('tag', 'base');
+    write('keys/acme.key', `${KEY}\n`);
+    writeFileSync(join(repo, 'dus-sync.yaml'), readFileSync(join(repo, 'dus-sync.yaml'), 'utf8').replace('api_key_file: keys/acme.key', 'api_key_env: DUS_API_KEY_ACME'));
+    link('../../keys/acme.key', 'tenants/acme/k.yaml');
+    commit();
+    const { cli } = await buildCli();
+    for (const args of [['diff', '--base', 'base'], ['review', '--base', 'base', '--platform', 'none']]) {
+      const r = spawnSync(process.execPath, [cli, ...args], { cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+      expect(r.stdout + r.stderr, args[0]).toContain('REDACTED');
+      expect(r.stdout + r.stderr, args[0]).not.toContain('AbCdEf0123');
+    }
   });
 });
 
