@@ -184,42 +184,12 @@ function catFile(root: string, args: readonly string[], input: string): Promise<
   });
 }
 
-/**
- * The contents of several files at a commit, in one `git cat-file --batch`; a path that does
- * not exist there (or is not a file) maps to undefined. Paths are relative to the repository
- * root. Their sizes are asked for first (`--batch-check`): a file larger than `maxBytes` is
- * refused by name before any of it is read (a 700 MB blob, 700 KB in git, was read whole and
- * ended in V8's "Cannot create a string longer than …").
- */
 /** `git cat-file --batch-check` of the paths at a commit: one line per path, "<object> <type> <size>" or "... missing". */
 async function checkBlobs(root: string, commit: string, repoPaths: readonly string[]): Promise<string[]> {
   return (await catFile(root, ['--batch-check'], repoPaths.map((p) => `${commit}:${p}\n`).join(''))).toString('utf8').split('\n');
 }
 
-export async function readBlobs(root: string, commit: string, repoPaths: readonly string[], maxBytes = Number.MAX_SAFE_INTEGER): Promise<Map<string, string | undefined>> {
-  // The line protocol cannot ask for a name holding a line break (git would read another file).
-  const odd = repoPaths.find((p) => /[\n\r]/.test(p));
-  if (odd !== undefined) {
-    throw new UserError(`the file ${JSON.stringify(odd)} at ${commit.slice(0, 12)} has a line break in its name, which dus-sync cannot read from git; rename it, or keep it out of the resources`);
-  }
-  const checks = await checkBlobs(root, commit, repoPaths);
-  const wanted: string[] = [];
-  repoPaths.forEach((path, i) => {
-    const [, type, size] = (checks[i] ?? '').split(' ');
-    if (type !== 'blob') return;
-    const n = Number(size);
-    if (n > maxBytes) {
-      throw new UserError(`the file ${path} at ${commit.slice(0, 12)} is ${formatSize(n)}, larger than the ${formatSize(maxBytes)} a desired-state file may be; this is probably not one: keep it out of the resources (or raise DUS_MAX_FILE_SIZE)`);
-    }
-    wanted.push(path);
-  });
-  const out = new Map<string, string | undefined>(repoPaths.map((p) => [p, undefined]));
-  if (wanted.length === 0) return out;
-  const blobs = parseBatch(await catFile(root, ['--batch'], wanted.map((p) => `${commit}:${p}\n`).join('')), wanted);
-  for (const [p, text] of blobs) out.set(p, text);
-  return out;
-}
-
+/** `git cat-file --batch`'s answer to `names` (object ids), each name to its content; missing ones to undefined. */
 function parseBatch(buf: Buffer, repoPaths: readonly string[]): Map<string, string | undefined> {
   const out = new Map<string, string | undefined>();
   let pos = 0;

@@ -1,12 +1,12 @@
 // diff --base reads the base side from git: a file too large is refused by name before any of it
 // is read (a 700 MB blob, 700 KB in git, was read whole), and a name holding a line break, which
-// git's line protocol would take for another file, is refused rather than misread.
+// git's line protocol would take for another file, is read by object id.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { filesChangedSince, readBlobs, readDesiredAtRef } from '../../src/load/git.js';
+import { filesChangedSince, readDesiredAtRef } from '../../src/load/git.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dus-git-blobs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -15,6 +15,7 @@ const git = (...args: string[]) => execFileSync('git', ['-c', 'user.email=t@exam
 mkdirSync(join(dir, 't'));
 writeFileSync(join(dir, 't', 'a.yaml'), 'small: 1\n');
 writeFileSync(join(dir, 't', 'big.yaml'), 'x'.repeat(6 * 1024 * 1024));
+writeFileSync(join(dir, 't', 'odd\nbig.yaml'), 'odd: 1\n');
 git('init', '-q');
 git('add', '.');
 git('commit', '-qm', 'base');
@@ -26,13 +27,17 @@ describe('reading the base side from git', () => {
       .rejects.toThrow(/^the file t\/big\.yaml at [0-9a-f]{12} is 6 MiB, larger than the 5 MiB a desired-state file may be; this is probably not one/);
   });
 
-  it('files within the limit are read; a path that is not there, or a folder, is undefined', async () => {
-    const blobs = await readBlobs(dir, commit, ['t/a.yaml', 't/none.yaml', 't'], 1024);
-    expect([...blobs]).toEqual([['t/a.yaml', 'small: 1\n'], ['t/none.yaml', undefined], ['t', undefined]]);
+  it('files within the limit are read; a path the commit does not hold, or a folder, is named as unread', async () => {
+    const r = await readDesiredAtRef({ dir, ref: 'HEAD', select: () => ['t/a.yaml', 't/none.yaml', 't'], maxBytes: 1024 });
+    expect(r.commit).toBe(commit);
+    expect(r.files).toEqual([{ path: 't/a.yaml', text: 'small: 1\n' }]);
+    expect(r.unread.map((u) => u.path)).toEqual(['t/none.yaml', 't']);
+    expect(r.unread[1]!.message).toMatch(/this leads to a folder, not to a file/);
   });
 
-  it('a name with a line break is refused, not read as another file', async () => {
-    await expect(readBlobs(dir, commit, ['t/a.yaml\nt/big.yaml'])).rejects.toThrow(/has a line break in its name, which dus-sync cannot read from git; rename it/);
+  it('a name with a line break is read by object id, not taken for another file (git\'s line protocol would)', async () => {
+    const r = await readDesiredAtRef({ dir, ref: 'HEAD', select: () => ['t/odd\nbig.yaml'], maxBytes: 1024 });
+    expect(r.files).toEqual([{ path: 't/odd\nbig.yaml', text: 'odd: 1\n' }]);
   });
 });
 
