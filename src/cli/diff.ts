@@ -24,14 +24,19 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** A config file's text as plain data (what a commit's dus-sync.yaml says), or undefined when it is not YAML. */
+export function rawConfigOf(text: string, uniqueKeys = true): unknown {
+  const doc = parseDocument(text, { uniqueKeys });
+  return doc.errors.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined;
+}
+
 /**
  * The working config with what the base commit's dus-sync.yaml says about which files are
  * resources and whose they are; the rest (where the API is, keys) does not matter offline.
  */
 export function configAtBase(working: ResolvedConfig, text: string | undefined, env: NodeJS.ProcessEnv, log: Logger): ResolvedConfig {
   if (text === undefined) return working;
-  const doc = parseDocument(text, { uniqueKeys: true });
-  const raw: unknown = doc.errors.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined;
+  const raw = rawConfigOf(text);
   if (!isObject(raw) || raw.kind !== 'Config') {
     log.warn('the config file at the base ref is not a valid dus-sync config; the working one is used for both sides.');
     return working;
@@ -133,10 +138,9 @@ export async function registerBaseKeys(config: ResolvedConfig, base: string): Pr
   if (config.file === undefined) return;
   const text = await configTextAtRef(dirname(config.file), base, config.file);
   if (text === undefined) return;
-  const doc = parseDocument(text, { uniqueKeys: false });
-  if (doc.errors.length > 0) return;
   try {
-    registerKeysOfRawConfig(doc.toJS({ maxAliasCount: 100 }), config.file, process.env);
+    // Duplicate keys allowed: every key a config names, even one that would be refused, is a key.
+    registerKeysOfRawConfig(rawConfigOf(text, false), config.file, process.env);
   } catch {
     // Best effort: a config the base cannot parse names no key that can be made out.
   }

@@ -12,7 +12,6 @@
 // Exit status as plan --detailed-exitcode: 0 no changes, 2 changes, 1 an error.
 import { appendFileSync, lstatSync, readlinkSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
 import { ConfigError, UnsafePlanError, UserError, type ConfigIssue } from '../errors.js';
 import { connect, enforceSafety, fetchAndPlan, loadOrThrow, rolloutControl, tenantsOf } from '../agent/reconcile.js';
 import { hasDifferences, type DesiredDiff } from '../core/desired-diff.js';
@@ -34,7 +33,7 @@ import { HostError } from '../review/http.js';
 import { githubTarget, gitlabTarget, markerFor, type StickyTarget } from '../review/sticky.js';
 import { setup } from './common.js';
 import { apiLimitFlags, stderrLogger, type GlobalOptions } from './context.js';
-import { diffAgainst, registerBaseKeys } from './diff.js';
+import { diffAgainst, rawConfigOf, registerBaseKeys } from './diff.js';
 import { planExitCode } from './plan.js';
 import { ghData } from './validate.js';
 import { writeWorkflowCommands } from './output.js';
@@ -281,8 +280,7 @@ async function keysRedirected(config: ResolvedConfig, tenants: readonly string[]
     // The change adds it: the base branch sends no key anywhere.
     return `${basename(config.file)} added`;
   }
-  const doc = parseDocument(text, { uniqueKeys: true });
-  const raw: unknown = doc.errors.length === 0 ? doc.toJS({ maxAliasCount: 100 }) : undefined;
+  const raw = rawConfigOf(text);
   if (!isRecord(raw)) return `the config at ${baseRef} is not valid, so where the keys go could not be checked`;
   return keySourceChange(raw, config, tenants, process.env) ?? await keyFilesChanged(config, tenants, baseRef);
 }

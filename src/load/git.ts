@@ -60,13 +60,15 @@ export function withGitConfig(env: NodeJS.ProcessEnv, key: string, value: string
   return { ...env, GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: key, [`GIT_CONFIG_VALUE_${n}`]: value };
 }
 
-function git(args: readonly string[], cwd: string): Promise<string> {
+/** git's standard output; a failure rejects with what git said on one line (and all of it as gitStderr). */
+function gitBuffer(args: readonly string[], cwd: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    execFile('git', [...args], { cwd, env: GIT_ENV, maxBuffer: MAX_BUFFER, encoding: 'utf8' }, (err, stdout, stderr) => {
+    execFile('git', [...args], { cwd, env: GIT_ENV, maxBuffer: MAX_BUFFER, encoding: 'buffer' }, (err, stdout, stderr) => {
       if (err) {
         const code = (err as NodeJS.ErrnoException).code;
+        const said = stderr.toString('utf8');
         if (code === 'ENOENT') reject(new UserError('diff --base needs git, and git was not found on the PATH; install git or run the diff where it is.'));
-        else reject(Object.assign(new Error(gitSaid(stderr) || err.message), { gitStderr: stderr }));
+        else reject(Object.assign(new Error(gitSaid(said) || err.message), { gitStderr: said }));
         return;
       }
       resolve(stdout);
@@ -74,18 +76,18 @@ function git(args: readonly string[], cwd: string): Promise<string> {
   });
 }
 
-function gitBuffer(args: readonly string[], cwd: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    execFile('git', [...args], { cwd, env: GIT_ENV, maxBuffer: MAX_BUFFER, encoding: 'buffer' }, (err, stdout, stderr) => {
-      if (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') reject(new UserError('diff --base needs git, and git was not found on the PATH; install git or run the diff where it is.'));
-        else reject(new UserError(`git ${args[0]} failed in ${cwd} (${gitSaid(stderr.toString('utf8')) || err.message}); check the repository with git fsck, or run --debug for details`));
-        return;
-      }
-      resolve(stdout);
-    });
-  });
+async function git(args: readonly string[], cwd: string): Promise<string> {
+  return (await gitBuffer(args, cwd)).toString('utf8');
+}
+
+/** gitBuffer, a failure said as one sentence: for the reads of a commit whose ref already resolved. */
+async function gitRead(args: readonly string[], cwd: string): Promise<Buffer> {
+  try {
+    return await gitBuffer(args, cwd);
+  } catch (err) {
+    if (err instanceof UserError) throw err;
+    throw new UserError(`git ${args[0]} failed in ${cwd} (${err instanceof Error ? err.message : String(err)}); check the repository with git fsck, or run --debug for details`);
+  }
 }
 
 /** Posix path of `dir` relative to the repository root ('' for the root itself). */
@@ -351,12 +353,8 @@ export class CommitTree implements WalkFs {
         at.push(name);
         continue;
       }
-      let st: ReturnType<typeof lstatSync>;
-      try {
-        st = lstatSync(next);
-      } catch {
-        return { kind: 'outside', real: next };
-      }
+      const st = lstatOf(next);
+      if (st === undefined) return { kind: 'outside', real: next };
       if (st.isSymbolicLink()) {
         links += 1;
         if (links > MAX_LINKS_FOLLOWED) return { kind: 'loop' };
@@ -422,7 +420,7 @@ export class CommitTree implements WalkFs {
     const inside = [name];
     for (;;) {
       const folder = join(sep, ...at, ...inside);
-      if (this.tracked(folder) || !this.diskFolder(folder)) return undefined;
+      if (this.tracked(folder) || lstatOf(folder)?.isDirectory() !== true) return undefined;
       for (let next = todo.pop(); ; next = todo.pop()) {
         if (next === undefined) return undefined;
         if (next === '' || next === '.') continue;
@@ -434,14 +432,6 @@ export class CommitTree implements WalkFs {
         inside.push(next);
         break;
       }
-    }
-  }
-
-  private diskFolder(abs: string): boolean {
-    try {
-      return lstatSync(abs).isDirectory();
-    } catch {
-      return false;
     }
   }
 
@@ -490,7 +480,7 @@ function entryOf(name: string, kind: 'folder' | 'file' | 'link'): WalkEntry {
  */
 export async function commitTree(root: string, commit: string): Promise<CommitTree> {
   // Without sizes (-l): they take every object, which a partial clone does not hold.
-  const out = await gitBuffer(['ls-tree', '-r', '-z', '--full-tree', commit], root);
+  const out = await gitRead(['ls-tree', '-r', '-z', '--full-tree', commit], root);
   // A sparse checkout leaves files out of the working tree (skip-worktree, "S"): out of the
   // base's too, or each would count as removed.
   // Only where the file is not on the disk: a flag set by hand (update-index --skip-worktree) on
@@ -498,11 +488,11 @@ export async function commitTree(root: string, commit: string): Promise<CommitTr
   const sparse = new Set<string>();
   const index: string[] = [];
   const realRoot = realpathSync(root);
-  for (const entry of (await gitBuffer(['ls-files', '-z', '-t'], root)).toString('utf8').split('\0')) {
+  for (const entry of (await gitRead(['ls-files', '-z', '-t'], root)).toString('utf8').split('\0')) {
     if (entry.length < 3) continue;
     const path = entry.slice(2);
     index.push(path);
-    if (entry.startsWith('S ') && !onDisk(join(realRoot, ...path.split('/')))) sparse.add(path);
+    if (entry.startsWith('S ') && lstatOf(join(realRoot, ...path.split('/'))) === undefined) sparse.add(path);
   }
   const entries: [string, TreeEntry][] = [];
   const undecodable = new Set<string>();
@@ -548,12 +538,12 @@ export async function commitTree(root: string, commit: string): Promise<CommitTr
   return new CommitTree(realRoot, entries, targets, undecodable, index);
 }
 
-function onDisk(path: string): boolean {
+/** What the disk has at `path` itself (a link not followed), or undefined when nothing. */
+function lstatOf(path: string): ReturnType<typeof lstatSync> | undefined {
   try {
-    lstatSync(path);
-    return true;
+    return lstatSync(path);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -713,12 +703,12 @@ export async function configTextAtRef(repository: string, ref: string, configFil
     const commit = await resolveCommit(root, ref);
     const rel = relative(realpathSync(root), join(realpathSync(dirname(configFile)), basename(configFile)));
     if (rel === '' || climbsOut(rel) || /[\n\r]/.test(rel)) return undefined;
-    const out = await catFile(root, ['--batch', '--follow-symlinks'], `${commit}:${rel.split(sep).join('/')}\n`);
-    const eol = out.indexOf(0x0a);
-    const [, type, size] = out.subarray(0, eol < 0 ? 0 : eol).toString('utf8').split(' ');
-    const n = Number(size);
-    if (type !== 'blob' || !Number.isSafeInteger(n) || n > 4 * 1024 * 1024) return undefined;
-    return out.subarray(eol + 1, eol + 1 + n).toString('utf8');
+    const name = `${commit}:${rel.split(sep).join('/')}`;
+    // Its size first: a blob far larger than any config is not read at all.
+    const [, type, size] = (await catFile(root, ['--batch-check', '--follow-symlinks'], `${name}\n`)).toString('utf8').split('\n')[0]!.split(' ');
+    if (type !== 'blob' || !(Number(size) <= 4 * 1024 * 1024)) return undefined;
+    // A link out of the repository is answered "symlink …", which parseBatch refuses: none, then.
+    return parseBatch(await catFile(root, ['--batch', '--follow-symlinks'], `${name}\n`), [name]).get(name);
   } catch {
     return undefined;
   }

@@ -820,13 +820,11 @@ export function readParsedFile(config: ResolvedConfig, path: string, got?: { sta
 }
 
 /**
- * For `diff --base`: a file outside the repository that a link of the base commit leads to, which
- * git does not hold. Read from the disk as it is now when the operator follows links out
- * (--follow-external-symlinks), as the working tree's is; refused as the working tree's would be otherwise.
+ * For `diff --base`: a file outside the git repository that a link of the base commit leads to,
+ * which git does not hold, read from the disk as it is now, as the working tree's is (the reader
+ * holds it to the repository unless --follow-external-symlinks; refusedOutside says why first).
  */
 export function readOutsideFile(config: ResolvedConfig, real: string): { readonly text: string } | { readonly message: string } {
-  const refused = refusedOutside(config, real);
-  if (refused !== undefined) return { message: refused };
   const read = readRegularFile(real, readOptions(config, repositoryRoot(config)));
   return read.ok ? { text: read.text } : { message: read.message };
 }

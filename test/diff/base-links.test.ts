@@ -50,12 +50,16 @@ function commit(): void {
   git('commit', '-q', '-m', 'base');
 }
 
-async function diff(...args: string[]) {
+/** The built CLI run in `cwd` with `args`, in a pull request's environment (no key). */
+async function runIn(cwd: string, ...args: string[]) {
   const { cli } = await buildCli();
-  const r = spawnSync(process.execPath, [cli, ...args.filter((a) => a.startsWith('--follow')), 'diff', '--base', 'HEAD', ...args.filter((a) => !a.startsWith('--follow'))], {
-    cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8', timeout: 20_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  const r = spawnSync(process.execPath, [cli, ...args], { cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8', timeout: 20_000 });
+  return { code: r.status, status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `diff --base HEAD` in the repository, with `args` (a --follow… flag goes before the command). */
+function diff(...args: string[]) {
+  return runIn(repo, ...args.filter((a) => a.startsWith('--follow')), 'diff', '--base', 'HEAD', ...args.filter((a) => !a.startsWith('--follow')));
 }
 
 beforeEach(() => {
@@ -155,8 +159,7 @@ describe('diff --base through committed symbolic links', () => {
     link('../../fw-outside.yaml', 'sub/tenants/o.yaml');
     commit();
     unlinkSync(join(repo, 'sub/tenants/o.yaml'));
-    const { cli } = await buildCli();
-    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD'], { cwd: join(repo, 'sub'), env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    const r = await runIn(join(repo, 'sub'), 'diff', '--base', 'HEAD');
     expect(r.stdout + r.stderr).not.toContain('secretcomponent');
     expect(r.stdout + r.stderr).not.toContain('9.9.9');
     expect(r.stderr).toMatch(/tenants\/o\.yaml:1:1: this symbolic link leads to .*fw-outside\.yaml, outside the repository folder .*sub; dus-sync reads only files inside it/);
@@ -234,8 +237,7 @@ describe('diff --base through committed symbolic links', () => {
     const missing = () => execFileSync('git', ['rev-list', '--objects', '--missing=print', '--all'], { cwd: clone, encoding: 'utf8' }).split('\n').filter((l) => l.startsWith('?')).length;
     expect(missing()).toBeGreaterThan(0);
     const before = missing();
-    const { cli } = await buildCli();
-    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD~1'], { cwd: clone, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    const r = await runIn(clone, 'diff', '--base', 'HEAD~1');
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain('partial clone');
@@ -263,8 +265,7 @@ describe('diff --base through committed symbolic links', () => {
     unlinkSync(join(repo, 'sub', 'dus-sync.yaml'));
     writeFileSync(join(repo, 'sub', 'dus-sync.yaml'), CONFIG);
     commit();
-    const { cli } = await buildCli();
-    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD~1'], { cwd: join(repo, 'sub'), env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    const r = await runIn(join(repo, 'sub'), 'diff', '--base', 'HEAD~1');
     expect(r.stdout + r.stderr).not.toContain('TOP-SECRET');
     expect(r.stderr).toMatch(/the config file at HEAD~1 is not read \(this config file is a link to .*other\/private\.yaml, outside the folder that holds it; pass --follow-external-symlinks to read it\); the working one is used for both sides/);
     expect(r.status).toBe(0);
@@ -293,8 +294,7 @@ describe('diff --base through committed symbolic links', () => {
     inVendor('commit', '-qm', 'v');
     writeFileSync(join(vendor, 'a.yaml'), firmware('1.0.1', 1));
     const r = await diff('--format', 'json');
-    const { cli } = await buildCli();
-    const withDir = spawnSync(process.execPath, [cli, '--config', 'dus-sync.yaml', '--dir', 'vendor', 'diff', '--base', 'HEAD', '--format', 'json'], { cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    const withDir = await runIn(repo, '--config', 'dus-sync.yaml', '--dir', 'vendor', 'diff', '--base', 'HEAD', '--format', 'json');
     for (const out of [r.stdout, withDir.stdout]) {
       const doc = JSON.parse(out) as { entries: { key: string; op: string }[] };
       expect(doc.entries.map((e) => [e.key, e.op])).toEqual([['1.0.1', 'add']]);
@@ -330,8 +330,7 @@ describe('diff --base through committed symbolic links', () => {
     git('add', 'newdir');
     git('commit', '-qm', 'newdir');
     const before = await diff('--format', 'json');
-    const { cli } = await buildCli();
-    const r = spawnSync(process.execPath, [cli, 'diff', '--base', 'HEAD~1'], { cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+    const r = await runIn(repo, 'diff', '--base', 'HEAD~1');
     expect(JSON.parse(before.stdout)).toMatchObject({ entries: [] });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/tenants\/acme\/o\.yaml:1:1: at [0-9a-f]{12} this symbolic link points to a file that the commit does not hold/);
@@ -349,9 +348,8 @@ describe('diff --base through committed symbolic links', () => {
     writeFileSync(join(repo, 'dus-sync.yaml'), readFileSync(join(repo, 'dus-sync.yaml'), 'utf8').replace('api_key_file: keys/acme.key', 'api_key_env: DUS_API_KEY_ACME'));
     link('../../keys/acme.key', 'tenants/acme/k.yaml');
     commit();
-    const { cli } = await buildCli();
     for (const args of [['diff', '--base', 'base'], ['review', '--base', 'base', '--platform', 'none']]) {
-      const r = spawnSync(process.execPath, [cli, ...args], { cwd: repo, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1' }, encoding: 'utf8' });
+      const r = await runIn(repo, ...args);
       expect(r.stdout + r.stderr, args[0]).toContain('REDACTED');
       expect(r.stdout + r.stderr, args[0]).not.toContain('AbCdEf0123');
     }
