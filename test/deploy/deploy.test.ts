@@ -58,7 +58,9 @@ describe('the image (Dockerfile)', () => {
       process.stdout.write(String(max));`;
     const r = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(0);
-    expect(Number(r.stdout)).toBeLessThanOrEqual(2 * 16 * 1024 * 1024);
+    // Two semi-spaces of 16 MB; Node 24's V8 now and then holds a few pages more for a moment
+    // (35.9 MB seen once in six runs), far from the 128 MB it grows to without the flag.
+    expect(Number(r.stdout)).toBeLessThanOrEqual(40 * 1024 * 1024);
     // node takes the flag from NODE_OPTIONS (one it does not allow there is exit 9), and the CLI runs.
     const v = spawnSync(process.execPath, [CLI, '--version'], { env, encoding: 'utf8', timeout: 30_000 });
     expect([v.status, v.stderr]).toEqual([0, '']);
