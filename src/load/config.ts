@@ -75,6 +75,30 @@ export function readPolicyFromEnv(env: NodeJS.ProcessEnv): ReadPolicy {
   return { maxFileBytes: checked, followExternalSymlinks: follow === '1' || follow === 'true' || follow === 'yes' };
 }
 
+/**
+ * --dir inside the config's folder narrows the config's globs; outside it, every YAML file below
+ * it is read (resourceScope). Which one is decided on the paths as written, so a --dir spelt
+ * through a link (`--config /srv/repo/dus-sync.yaml --dir ~/repo-link/tenants`) that the kernel
+ * puts inside the config's folder is written the config folder's way: its files are then selected
+ * by the config's globs, as when it is spelt so. A --dir outside it by either reading is kept.
+ */
+export function spelledUnderConfig(dir: string, file: string | undefined): string {
+  if (file === undefined) return dir;
+  const folder = dirname(file);
+  if (isInside(folder, dir)) return dir;
+  let realFolder: string;
+  let realDir: string;
+  try {
+    realFolder = realpathSync.native(folder);
+    realDir = realpathSync.native(dir);
+  } catch {
+    return dir;
+  }
+  if (!isInside(realFolder, realDir)) return dir;
+  const rel = relative(realFolder, realDir);
+  return rel === '' ? folder : join(folder, rel);
+}
+
 export async function resolveConfig(opts: ResolveConfigOptions): Promise<ResolvedConfig> {
   // DUS_API_KEY and DUS_API_KEY_*: known to redaction before anything can go wrong.
   registerKeysOfRawConfig(undefined, undefined, opts.env);
@@ -101,7 +125,7 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   }
   const read = file ? await readConfigFile(file, opts.cwd, reading.maxFileBytes, opts.env, reading.followExternalSymlinks) : undefined;
   const raw = read?.config;
-  const dir = opts.dir !== undefined ? resolve(opts.cwd, opts.dir) : file ? dirname(file) : resolve(opts.cwd);
+  const dir = opts.dir !== undefined ? spelledUnderConfig(resolve(opts.cwd, opts.dir), file) : file ? dirname(file) : resolve(opts.cwd);
 
   const envBaseUrl = envValue(opts.env, 'DUS_BASE_URL');
   const baseUrl = envBaseUrl ?? raw?.base_url;

@@ -97,4 +97,23 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     expect(issues).toEqual([]);
     expect(desired.actions).toHaveLength(1);
   });
+
+  it('--dir spelt through a link into the config\'s folder is narrowed by the config\'s globs, as spelt the real way', async () => {
+    const real = repo('resources: ["tenants/**/*.yaml", "!tenants/**/draft-*.yaml"]\n', { 'tenants/acme/a.yaml': '', 'tenants/acme/draft-b.yaml': '', 'tenants/globex/c.yaml': '' });
+    const link = join(tmp, `link-${n++}`);
+    symlinkSync(real, link);
+    const file = join(real, 'dus-sync.yaml');
+    for (const dir of [join(link, 'tenants'), join(link, 'tenants/acme'), link]) {
+      const config = await resolveConfig({ cwd: tmp, dir, config: file, env: {} });
+      const asSpelt = await resolveConfig({ cwd: tmp, dir: dir.replace(link, real), config: file, env: {} });
+      expect(config.dir).toBe(asSpelt.dir);
+      expect(await listResourceFiles(config)).toEqual(await listResourceFiles(asSpelt));
+      expect(await listResourceFiles(config)).not.toContainEqual(expect.stringMatching(/draft/));
+    }
+    // Outside the config's folder by both readings: every YAML file below it, as before.
+    const other = repo(undefined, { 'x/draft-y.yaml': '' });
+    const config = await resolveConfig({ cwd: tmp, dir: other, config: file, env: {} });
+    expect(config.dir).toBe(other);
+    expect(await listResourceFiles(config)).toEqual(['x/draft-y.yaml']);
+  });
 });
