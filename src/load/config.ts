@@ -237,7 +237,18 @@ async function findConfigFile(opts: ResolveConfigOptions): Promise<FoundConfig> 
     if (!(await exists(file))) throw new UserError(`the config file ${fromEnv} named by DUS_CONFIG does not exist; check DUS_CONFIG`);
     return { file };
   }
-  return searchUpwards(resolve(opts.cwd, opts.dir ?? '.'));
+  const start = resolve(opts.cwd, opts.dir ?? '.');
+  const found = await searchUpwards(start);
+  if (found.file !== undefined || found.top !== undefined) return found;
+  // Nothing above the path as written: above where the kernel puts it, as `cd DIR && dus-sync`
+  // would find it (--dir ~/acme-link, a link to a repository's tenants/acme).
+  let real: string;
+  try {
+    real = realpathSync.native(start);
+  } catch {
+    return found;
+  }
+  return real === start ? found : searchUpwards(real);
 }
 
 async function searchUpwards(start: string): Promise<FoundConfig> {

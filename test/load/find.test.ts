@@ -110,6 +110,14 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
       expect(await listResourceFiles(config)).toEqual(await listResourceFiles(asSpelt));
       expect(await listResourceFiles(config)).not.toContainEqual(expect.stringMatching(/draft/));
     }
+    // Without --config, the config above the folder the link leads to, as `cd DIR` would find it.
+    const found = await resolveConfig({ cwd: tmp, dir: join(link, 'tenants'), env: {} });
+    expect(found.file).toBe(join(link, 'dus-sync.yaml'));
+    const acmeLink = join(tmp, `acme-${n++}`);
+    symlinkSync(join(real, 'tenants/acme'), acmeLink);
+    const fromLink = await resolveConfig({ cwd: tmp, dir: acmeLink, env: {} });
+    expect(fromLink.file).toBe(file);
+    expect(await listResourceFiles(fromLink)).toEqual(['a.yaml']);
     // Outside the config's folder by both readings: every YAML file below it, as before.
     const other = repo(undefined, { 'x/draft-y.yaml': '' });
     const config = await resolveConfig({ cwd: tmp, dir: other, config: file, env: {} });
