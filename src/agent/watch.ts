@@ -64,6 +64,8 @@ const DEFAULT_DEBOUNCE_MS = 300;
 const ROOT_POLL_MS = 2000;
 /** A folder watched afresh is listed again this long after (see listAgain). */
 const RELIST_AFTER_MS = 1000;
+/** Links kept per folder met again under them: a folder with a thousand links to it is not a layout, and each event would try them all. */
+const MAX_ALIASES = 64;
 const DEFAULT_JITTER = 0.1;
 // Outcomes that are worth retrying soon: the API (or the network) may recover by itself.
 const RETRYABLE: ReadonlySet<PassOutcome> = new Set<PassOutcome>(['api-error', 'state-error', 'locked', 'partial-failure']);
@@ -102,6 +104,13 @@ export class Watcher {
    * chokidar watcher.
    */
   private realFolders = new Map<string, string>();
+  /**
+   * The folders met again under another path, each with those paths (links to it): a file of
+   * the folder is also the file under each link, which the globs may select where they leave
+   * out its own path (`["**\/*.yaml", "!shared/**"]`, `envs/prod -> ../shared/prod`), as the
+   * loader reads it (src/load/find.ts, aliasPaths). Made afresh with realFolders.
+   */
+  private aliases = new Map<string, string[]>();
   private rootCheck: unknown;
   private rewatch = new Set<string>();
   private readonly relistTimers = new Set<unknown>();
@@ -229,6 +238,7 @@ export class Watcher {
 
   private async watchFiles(): Promise<void> {
     this.realFolders = new Map();
+    this.aliases = new Map();
     const fsw = chokidarWatch([...this.roots], {
       ignoreInitial: true,
       // chokidar's atomic mode folds an editor's unlink+add (rename-over saves) into a change.
@@ -340,7 +350,11 @@ export class Watcher {
     let real: string;
     try { real = realpathSync(path); } catch { return true; }
     const by = this.realFolders.get(real);
-    if (by !== undefined && by !== path) return false;
+    if (by !== undefined && by !== path) {
+      const links = this.aliases.get(by) ?? [];
+      if (!links.includes(path) && links.length < MAX_ALIASES) this.aliases.set(by, [...links, path]);
+      return false;
+    }
     this.realFolders.set(real, path);
     return true;
   }
@@ -363,10 +377,22 @@ export class Watcher {
     // same name (rm -rf x; mkdir x, or mv x old; mv new x): chokidar keeps the old one's watchers.
     if (event === 'rename' && !this.filter(path)) this.scheduleRewatch(path);
     // chokidar reports the paths it watches itself ('all'): the roots and linked resources.
-    if (this.rootSet.has(path) || this.links.has(path) || !this.filter(path) || this.insideDotFolder(path)) return;
+    if (this.rootSet.has(path) || this.links.has(path) || this.insideDotFolder(path)) return;
+    const resource = this.filter(path) ? path : this.throughLink(path);
+    if (resource === undefined) return;
     // A file's own watcher names the file: that is not an entry of a folder.
     if (name === basename(folder) && !isFolder(folder)) return;
-    this.onFsEvent('change', path);
+    this.onFsEvent('change', resource);
+  }
+
+  /** `path` as a resource through a link to a folder above it that is watched by its own path, if the globs select it so. */
+  private throughLink(path: string): string | undefined {
+    for (const [folder, links] of this.aliases) {
+      if (!path.startsWith(folder + sep)) continue;
+      const rest = path.slice(folder.length);
+      for (const link of links) if (this.filter(link + rest)) return link + rest;
+    }
+    return undefined;
   }
 
   private scheduleRewatch(path: string): void {

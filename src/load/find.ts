@@ -77,6 +77,13 @@ export interface Found {
   readonly undecodable: readonly string[];
   /** Entries listed through a link (a link to a file, or a file in a folder reached through one): each to its real path. */
   readonly realOf: ReadonlyMap<string, string>;
+  /**
+   * Links to folders that were not walked again because the walk had listed their folder by
+   * another path (its own, usually): [the link's path, that path]. A file below it is also the
+   * file below the link, which the globs may select when they leave out its own path
+   * (`["**\/*.yaml", "!shared/**"]` with `envs/prod -> ../shared/prod`): see aliasPaths.
+   */
+  readonly aliases: readonly (readonly [link: string, listedAs: string])[];
 }
 
 export interface Scope {
@@ -189,6 +196,7 @@ export function findCandidates(opts: FindOptions): Found {
   const unwalked = new Set<string>();
   const undecodable = new Set<string>();
   const realOf = new Map<string, string>();
+  const aliases: [string, string][] = [];
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
   const fs = opts.fs ?? DISK;
@@ -199,11 +207,18 @@ export function findCandidates(opts: FindOptions): Found {
     // Links to folders wait until every real folder was walked, so that a file is listed by its
     // own path rather than through a link that happens to sort first.
     const walked = new Map<string, number>();
+    // The path each real folder was first listed by.
+    const listedAs = new Map<string, string>();
     const pending: { path: string; depth: number }[] = [];
     // `linked`: the folder was reached through a link, so its files' paths are not their real ones.
     const walk = (rel: string, real: string, depth: number, linked = false): void => {
-      if ((walked.get(real) ?? 0) >= depth) return;
+      if ((walked.get(real) ?? 0) >= depth) {
+        const first = listedAs.get(real);
+        if (linked && first !== undefined && first !== rel) aliases.push([rel, first]);
+        return;
+      }
       walked.set(real, depth);
+      if (!listedAs.has(real)) listedAs.set(real, rel);
       // The folder listed must be the one expected: a name swapped for a link since it was seen
       // as a folder (or since its real path was taken) would list another folder, maybe one
       // outside the repository. Then nothing of it is listed, and the path is read as it is now
@@ -277,5 +292,30 @@ export function findCandidates(opts: FindOptions): Found {
     walk(scope.dir, real, scope.depth, real !== join(opts.realRoot, scope.dir));
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth);
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases };
+}
+
+/**
+ * For each alias ([link, listedAs]), the entries below `listedAs` as paths through `link`:
+ * [the entry, the same file's path through the link]. `entries` sorted (findCandidates'), so the
+ * entries below a folder are one run, found by bisection. Only entries `wanted` are given.
+ */
+export function aliasPaths(found: Pick<Found, 'entries' | 'aliases'>, wanted: (entry: string) => boolean): [entry: string, path: string][] {
+  const out: [string, string][] = [];
+  const { entries } = found;
+  for (const [link, listedAs] of found.aliases) {
+    const prefix = listedAs === '' ? '' : `${listedAs}/`;
+    let lo = 0;
+    let hi = entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (entries[mid]! < prefix) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < entries.length && entries[i]!.startsWith(prefix); i++) {
+      const e = entries[i]!;
+      if (wanted(e)) out.push([e, `${link}/${e.slice(prefix.length)}`]);
+    }
+  }
+  return out;
 }

@@ -13,7 +13,7 @@ import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadP
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
-import { findCandidates, type WalkFs } from './find.js';
+import { aliasPaths, findCandidates, type WalkFs } from './find.js';
 import { globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
 import { globOf, globProblem, globsProblem, isExclusion, reachesOutside } from './resource-globs.js';
@@ -235,16 +235,30 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
   // Links to folders that were not walked are listed too, so that reading them reports why.
   const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
   const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
+  // A folder listed by one path is not walked again through a link to it; a file below it that
+  // the globs leave out by the path listed may be selected by its path through the link.
+  const realOf = new Map(found.realOf);
+  const through = found.aliases.length === 0 ? [] : aliasPaths(found, (e) => !selected.has(fromDir(e)));
+  const entries = [...found.entries];
+  if (through.length > 0) {
+    const chosen = new Set(selectResourcePaths(through.map(([, p]) => fromDir(p)), config));
+    for (const [e, p] of through) {
+      if (!chosen.has(fromDir(p)) || realOf.has(p) || selected.has(fromDir(p))) continue;
+      selected.add(fromDir(p));
+      entries.push(p);
+      realOf.set(p, found.realOf.get(e) ?? join(realRoot, e));
+    }
+  }
   // A file the globs select by several paths (its own, and through links) is read once: by its
   // own path when that is selected, else by the first. Only paths through links need a look.
-  if (found.realOf.size > 0) {
+  if (realOf.size > 0) {
     const byReal = new Map<string, string>();
-    const toDir = new Map(found.entries.map((e) => [fromDir(e), e] as const));
+    const toDir = new Map(entries.map((e) => [fromDir(e), e] as const));
     const realOfSelected = (p: string): string => {
       const e = toDir.get(p);
-      return e === undefined ? join(realRoot, p) : found.realOf.get(e) ?? join(realRoot, e);
+      return e === undefined ? join(realRoot, p) : realOf.get(e) ?? join(realRoot, e);
     };
-    const ownFirst = [...selected].sort((a, b) => Number(found.realOf.has(toDir.get(a) ?? '')) - Number(found.realOf.has(toDir.get(b) ?? '')) || (a < b ? -1 : a > b ? 1 : 0));
+    const ownFirst = [...selected].sort((a, b) => Number(realOf.has(toDir.get(a) ?? '')) - Number(realOf.has(toDir.get(b) ?? '')) || (a < b ? -1 : a > b ? 1 : 0));
     for (const p of ownFirst) {
       const real = realOfSelected(p);
       if (byReal.has(real)) selected.delete(p);

@@ -398,12 +398,12 @@ describe('a root folder replaced', () => {
  * A temp folder laid out by `build` (which returns the root to watch), watched with an hour's
  * interval once its start pass has run; removed after `body`.
  */
-async function withWatchedTemp(prefix: string, debounceMs: number, build: (dir: string) => Promise<string>, body: (dir: string, pass: FakePass) => Promise<void>): Promise<void> {
+async function withWatchedTemp(prefix: string, debounceMs: number, build: (dir: string) => Promise<string>, body: (dir: string, pass: FakePass) => Promise<void>, filter?: (path: string) => boolean): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   try {
     const root = await build(dir);
     const pass = new FakePass();
-    const w = await startWatch({ paths: [root], pass: pass.run, intervalMs: 3_600_000, debounceMs, log: memoryLogger() });
+    const w = await startWatch({ paths: [root], pass: pass.run, intervalMs: 3_600_000, debounceMs, log: memoryLogger(), ...(filter ? { filter } : {}) });
     watchers.push(w);
     await waitFor(() => pass.triggers.length === 1, 5000, 'the start pass');
     await body(dir, pass);
@@ -543,5 +543,32 @@ describe('links that loop, or lead to a folder watched already', () => {
       expect(files).toHaveLength(1);
       expect(files[0]!.endsWith('a.yaml')).toBe(true);
     });
+  });
+});
+
+describe('a file the filter selects only through a link to a folder watched by its own path', () => {
+  // ["**/*.yaml", "!shared/**"] with envs/prod -> ../shared/prod: the loader reads the file as
+  // envs/prod/x.yaml; the folder is watched once, as shared/prod, and an edit there is that file's.
+  it('an edit of shared/prod/x.yaml is reported as envs/prod/x.yaml (it was dropped as a file the filter rejects)', async () => {
+    const build = async (dir: string) => {
+      await mkdir(join(dir, 'repo', 'shared', 'prod'), { recursive: true });
+      await mkdir(join(dir, 'repo', 'envs'), { recursive: true });
+      await writeFile(join(dir, 'repo', 'shared', 'prod', 'x.yaml'), 'a: 0\n');
+      await symlink('../shared/prod', join(dir, 'repo', 'envs', 'prod'));
+      await symlink('../shared/prod', join(dir, 'repo', 'envs', 'prod-again'));
+      return join(dir, 'repo');
+    };
+    const filter = (p: string) => /\.ya?ml$/.test(p) && !p.includes('/repo/shared/') && !p.includes('/prod-again/');
+    await withWatchedTemp('dus-alias-', 50, build, async (dir, pass) => {
+      await new Promise((r) => setTimeout(r, 300));
+      for (const [i, via] of [['1', 'shared/prod'], ['2', 'envs/prod'], ['3', 'envs/prod-again']] as const) {
+        const n = pass.triggers.length;
+        await writeFile(join(dir, 'repo', via, 'x.yaml'), `a: ${i}\n`);
+        await waitFor(() => pass.triggers.length > n, 5000, `the pass for the edit through ${via}`);
+        await new Promise((r) => setTimeout(r, 200));
+        const files = pass.triggers.slice(n).flatMap((t) => t.files ?? []);
+        expect(files).toEqual([join(dir, 'repo', 'envs', 'prod', 'x.yaml')]);
+      }
+    }, filter);
   });
 });

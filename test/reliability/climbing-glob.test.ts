@@ -529,6 +529,55 @@ describe('globs that a pull request can bend, round seven', () => {
   });
 });
 
+// A folder listed by its own path is not walked again through a link; a file below it is
+// still the file below the link, which the globs may select when they leave out its own path.
+describe('a file the globs select only by its path through a link to a folder listed by its own path', () => {
+  const fw = (v: string) => firmware(v);
+  it('["**/*.yaml", "!shared/**"] with envs/prod -> ../shared/prod: read through the link (it was skipped without a word)', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'shared/prod/x.yaml': fw('1.0.0'), 'shared/prod/deep/y.yaml': fw('2.0.0'), 'shared/z.yaml': fw('3.0.0'), 'envs/stage.yaml': fw('4.0.0') });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '3 files, 3 documents: valid\n']);
+    const bad = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'shared/prod/x.yaml': `${fw('1.0.0')}bogus: 1\n`, 'envs/stage.yaml': fw('4.0.0') });
+    symlinkSync('../shared/prod', join(bad, 'envs/prod'));
+    const b = await runCli(['validate'], { cwd: bad });
+    expect(b.code).toBe(1);
+    expect(b.stdout).toContain('envs/prod/x.yaml:');
+    expect(b.stdout).not.toContain('shared/prod');
+  });
+
+  it('two links to it: read once, by the first path', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'shared/prod/x.yaml': `${fw('1.0.0')}bogus: 1\n`, 'envs/.keep': '' });
+    symlinkSync('../shared/prod', join(repo, 'envs/a'));
+    symlinkSync('../shared/prod', join(repo, 'envs/b'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect((r.stdout.match(/bogus/g) ?? []).length).toBe(1);
+    expect(r.stdout).toContain('envs/a/x.yaml:');
+    expect(r.stdout).not.toContain('defined twice');
+  });
+
+  it('excluded by both paths: not read', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**', '!envs/prod/**']), 'shared/prod/x.yaml': 'not: [yaml\n', 'envs/stage.yaml': fw('4.0.0') });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('diff --base of an unchanged tree with such a link: no change, nothing counted as added', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'shared/prod/x.yaml': fw('1.0.0'), 'envs/stage.yaml': fw('4.0.0') });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    commitAll(repo);
+    const r = await runCli(['diff', '--base', 'HEAD', '--format', 'json'], { cwd: repo });
+    expect(r.code).toBe(0);
+    const plan = JSON.parse(r.stdout) as { summary: Record<string, number> };
+    expect(Object.values(plan.summary).filter((n) => n > 0)).toEqual([]);
+    writeFileSync(join(repo, 'shared/prod/x.yaml'), fw('1.0.1'));
+    const changed = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+    expect(changed.stdout).toContain('1.0.1');
+  });
+});
+
 // An eighth breaker round: one file by several paths.
 describe('a file the globs reach by several paths is read once', () => {
   const cases: [string, string[], Record<string, string>, [string, string][]][] = [
