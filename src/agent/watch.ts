@@ -351,8 +351,9 @@ export class Watcher {
     try { real = realpathSync(path); } catch { return true; }
     const by = this.realFolders.get(real);
     if (by !== undefined && by !== path) {
+      // (Not a link to a folder above it, a loop: the loader reads nothing through it either.)
       const links = this.aliases.get(by) ?? [];
-      if (!links.includes(path) && links.length < MAX_ALIASES) this.aliases.set(by, [...links, path]);
+      if (!path.startsWith(by + sep) && !links.includes(path) && links.length < MAX_ALIASES) this.aliases.set(by, [...links, path]);
       return false;
     }
     this.realFolders.set(real, path);

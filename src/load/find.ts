@@ -214,7 +214,10 @@ export function findCandidates(opts: FindOptions): Found {
     const walk = (rel: string, real: string, depth: number, linked = false): void => {
       if ((walked.get(real) ?? 0) >= depth) {
         const first = listedAs.get(real);
-        if (linked && first !== undefined && first !== rel) aliases.push([rel, first]);
+        // Not a link to a folder above it (`up -> ..`): a loop, whose paths are the same files
+        // again, not a second place the globs might mean them in (an excluded archive below
+        // the folder would otherwise be read through it).
+        if (linked && first !== undefined && first !== rel && first !== '' && !rel.startsWith(`${first}/`)) aliases.push([rel, first]);
         return;
       }
       walked.set(real, depth);

@@ -557,6 +557,14 @@ describe('a file the globs select only by its path through a link to a folder li
     expect(r.stdout).not.toContain('defined twice');
   });
 
+  it('a link to a folder above it (a loop) selects nothing more: an excluded archive is not read through tenants/acme/up', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', '!tenants/archive/**']), 'tenants/archive/old.yaml': 'not: [yaml\n', 'tenants/acme/a.yaml': fw('4.0.0') });
+    symlinkSync('..', join(repo, 'tenants/acme/up'));
+    symlinkSync('.', join(repo, 'tenants/here'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
   it('excluded by both paths: not read', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**', '!envs/prod/**']), 'shared/prod/x.yaml': 'not: [yaml\n', 'envs/stage.yaml': fw('4.0.0') });
     symlinkSync('../shared/prod', join(repo, 'envs/prod'));
