@@ -30,6 +30,7 @@ import { editedObjects } from '../core/edited.js';
 import { resourcesKey } from './targets.js';
 import { editBetween, indexDesired, replan, type DesiredIndex, type Edit } from '../core/replan.js';
 import { mapOf, type ObjectCounts, type PassResult, type PassTrigger, type ReconcilePass } from './types.js';
+import { lowerBound } from '../sorted.js';
 
 export interface PassOptions {
   readonly configFile?: string;
@@ -114,17 +115,6 @@ interface Loaded {
 /** More changed files than this in one file-change pass, and everything is listed again. */
 const MAX_RELISTED = 1024;
 
-/** The first index of a sorted list whose item is not before `item`. */
-function lowerBound(items: readonly string[], item: string): number {
-  let lo = 0;
-  let hi = items.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (items[mid]! < item) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 function listed(paths: readonly string[], path: string): boolean {
   return paths[lowerBound(paths, path)] === path;

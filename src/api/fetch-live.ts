@@ -12,6 +12,7 @@ import type { ApiClient } from './client.js';
 import { ACTIONS_BUDGET_FACTOR, BUNDLES_KEPT_PER_RECORD, formatDuration, formatSize, RECORD_OVERHEAD, RECORDS_BUDGET_FACTOR } from './limits.js';
 import type { TenantClient } from './types.js';
 import { prefetchBundles, type BundlePrefetch, type IndexAhead } from './prefetch.js';
+import { lowerBound } from '../sorted.js';
 
 export interface FetchLiveOptions {
   /** Action reads in flight per tenant (the client's limiter bounds them further). */
@@ -237,13 +238,7 @@ function recordSize(r: Omit<LiveFirmware, 'bundles'>): number {
 
 /** Inserts `version` into the sorted, bounded list; the characters it added (less any it pushed out). */
 function keepFirst(list: string[], version: string, cap = BUNDLES_KEPT_PER_RECORD): number {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid]! < version) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = lowerBound(list, version);
   if (list[lo] === version || lo >= cap) return 0;
   list.splice(lo, 0, version);
   const dropped = list.length > cap ? list.pop()!.length : 0;

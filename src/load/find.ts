@@ -15,6 +15,7 @@ import picomatch from 'picomatch';
 import { globMatcher } from './glob-match.js';
 import { globOf, isExclusion } from './resource-globs.js';
 import { isInside, openFolder, PROC_FD, procPath } from './read-file.js';
+import { lowerBound } from '../sorted.js';
 
 /** An entry of a folder, as the walk sees it: a Dirent of the disk, or one of a commit's tree. */
 export interface WalkEntry {
@@ -308,14 +309,7 @@ export function aliasPaths(found: Pick<Found, 'entries' | 'aliases'>, wanted: (e
   const { entries } = found;
   for (const [link, listedAs] of found.aliases) {
     const prefix = listedAs === '' ? '' : `${listedAs}/`;
-    let lo = 0;
-    let hi = entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (entries[mid]! < prefix) lo = mid + 1;
-      else hi = mid;
-    }
-    for (let i = lo; i < entries.length && entries[i]!.startsWith(prefix); i++) {
+    for (let i = lowerBound(entries, prefix); i < entries.length && entries[i]!.startsWith(prefix); i++) {
       const e = entries[i]!;
       if (wanted(e)) out.push([e, `${link}/${e.slice(prefix.length)}`]);
     }
