@@ -5,10 +5,11 @@
 import { setMaxListeners } from 'node:events';
 import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
-import { basename, resolve, sep } from 'node:path';
+import { basename, dirname, resolve, sep } from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../model/index.js';
 import { redact } from '../redact.js';
+import { isInside } from '../load/read-file.js';
 import {
   isHealthy, systemTimers,
   type ObjectCounts, type PassOutcome, type PassResult, type PassTrigger, type ReconcilePass, type Timers, type TriggerReason,
@@ -66,6 +67,8 @@ const ROOT_POLL_MS = 2000;
 const RELIST_AFTER_MS = 1000;
 /** Links kept per folder met again under them: a folder with a thousand links to it is not a layout, and each event would try them all. */
 const MAX_ALIASES = 64;
+/** Paths tried through such links for one event (throughLink). */
+const MAX_EVENT_PATHS = 512;
 const DEFAULT_JITTER = 0.1;
 // Outcomes that are worth retrying soon: the API (or the network) may recover by itself.
 const RETRYABLE: ReadonlySet<PassOutcome> = new Set<PassOutcome>(['api-error', 'state-error', 'locked', 'partial-failure']);
@@ -349,6 +352,8 @@ export class Watcher {
   private claim(path: string): boolean {
     let real: string;
     try { real = realpathSync(path); } catch { return true; }
+    // A link to the folder it is in or one above it is a loop, which the loader does not follow.
+    try { if (isInside(real, realpathSync(dirname(path)))) return false; } catch { /* gone: as before */ }
     const by = this.realFolders.get(real);
     if (by !== undefined && by !== path) {
       // (Not a link to a folder above it, a loop: the loader reads nothing through it either.)
@@ -386,12 +391,25 @@ export class Watcher {
     this.onFsEvent('change', resource);
   }
 
-  /** `path` as a resource through a link to a folder above it that is watched by its own path, if the globs select it so. */
+  /**
+   * `path` as a resource through links to folders above it that are watched by other paths, if
+   * the globs select it so: as the loader tries them (src/load/find.ts, throughLinks), breadth
+   * first, through each folder once, a few hundred paths at most for one event.
+   */
   private throughLink(path: string): string | undefined {
-    for (const [folder, links] of this.aliases) {
-      if (!path.startsWith(folder + sep)) continue;
-      const rest = path.slice(folder.length);
-      for (const link of links) if (this.filter(link + rest)) return link + rest;
+    const queue: { path: string; via: readonly string[] }[] = [{ path, via: [] }];
+    let tried = 0;
+    for (let q = 0; q < queue.length; q++) {
+      const at = queue[q]!;
+      for (const [folder, links] of this.aliases) {
+        if (!at.path.startsWith(folder + sep) || at.via.includes(folder)) continue;
+        const rest = at.path.slice(folder.length);
+        for (const link of links) {
+          if (++tried > MAX_EVENT_PATHS) return undefined;
+          if (this.filter(link + rest)) return link + rest;
+          queue.push({ path: link + rest, via: [...at.via, folder] });
+        }
+      }
     }
     return undefined;
   }

@@ -1,5 +1,5 @@
 // dus-sync.yaml + flags + environment → ResolvedConfig. Never reads a key (see keys.ts).
-import { existsSync, lstatSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { checkedMaxResponseSize, checkedFetchTimeout, checkedRequestTimeout } from '../api/limits.js';
@@ -78,30 +78,58 @@ export function readPolicyFromEnv(env: NodeJS.ProcessEnv): ReadPolicy {
 /**
  * --dir inside the config's folder narrows the config's globs; outside it, every YAML file below
  * it is read (resourceScope). Which one is decided on the paths as written, so a --dir spelt
- * through a link (`--config /srv/repo/dus-sync.yaml --dir ~/repo-link/tenants`) that the kernel
- * puts inside the config's folder is written the config folder's way: its files are then selected
- * by the config's globs, as when it is spelt so. A --dir outside it by either reading is kept.
+ * through a link (`--config /srv/repo/dus-sync.yaml --dir ~/repo-link/tenants`) that leads into
+ * the config's folder is written the config folder's way: its links followed one at a time, the
+ * first first, until the path is inside (so a link inside the repository on the rest of the way,
+ * `envs/prod -> ../shared/prod`, stays as written, as when --dir is spelt so). A --dir outside
+ * it however its links are followed is kept.
  */
 export function spelledUnderConfig(dir: string, file: string | undefined): string {
   if (file === undefined) return dir;
   const folder = dirname(file);
-  if (isInside(folder, dir)) return dir;
-  let realFolder: string;
-  let realDir: string;
+  let realFolder: string | undefined;
   try {
     realFolder = realpathSync.native(folder);
-    realDir = realpathSync.native(dir);
   } catch {
-    return dir;
+    realFolder = undefined;
   }
-  if (!isInside(realFolder, realDir)) return dir;
-  const rel = relative(realFolder, realDir);
-  return rel === '' ? folder : join(folder, rel);
+  let path = dir;
+  for (let hops = 0; hops <= 40; hops++) {
+    if (isInside(folder, path)) return path;
+    if (realFolder !== undefined && isInside(realFolder, path)) {
+      const rel = relative(realFolder, path);
+      return rel === '' ? folder : join(folder, rel);
+    }
+    const next = firstLinkFollowed(path);
+    if (next === undefined) return dir;
+    path = next;
+  }
+  return dir;
+}
+
+/** `path` (absolute, normalized) with its first component that is a symbolic link replaced by where it leads; undefined when none is. */
+function firstLinkFollowed(path: string): string | undefined {
+  const parts = path.split(sep);
+  for (let i = 2; i <= parts.length; i++) {
+    const prefix = parts.slice(0, i).join(sep);
+    let link: string;
+    try {
+      if (!lstatSync(prefix).isSymbolicLink()) continue;
+      link = readlinkSync(prefix);
+    } catch {
+      return undefined;
+    }
+    // Nothing before it is a link, so `..` in its target climbs where the kernel would.
+    return resolve(dirname(prefix), link, ...parts.slice(i));
+  }
+  return undefined;
 }
 
 export async function resolveConfig(opts: ResolveConfigOptions): Promise<ResolvedConfig> {
   // DUS_API_KEY and DUS_API_KEY_*: known to redaction before anything can go wrong.
   registerKeysOfRawConfig(undefined, undefined, opts.env);
+  // An empty --dir (an unset variable in a script: --dir "$DIR") is not the working folder.
+  if (opts.dir !== undefined && opts.dir.trim() === '') throw new UserError('--dir is empty: name the folder of the desired-state files, or leave --dir out to use the working folder');
   const reading = readPolicyFromEnv(opts.env);
   if (!reading.followExternalSymlinks) {
     // A path named inside the working folder (`--dir tenants`, `--config cfg/dus-sync.yaml`) is

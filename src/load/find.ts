@@ -15,7 +15,6 @@ import picomatch from 'picomatch';
 import { globMatcher } from './glob-match.js';
 import { globOf, isExclusion } from './resource-globs.js';
 import { isInside, openFolder, PROC_FD, procPath } from './read-file.js';
-import { lowerBound } from '../sorted.js';
 
 /** An entry of a folder, as the walk sees it: a Dirent of the disk, or one of a commit's tree. */
 export interface WalkEntry {
@@ -210,15 +209,13 @@ export function findCandidates(opts: FindOptions): Found {
     const walked = new Map<string, number>();
     // The path each real folder was first listed by.
     const listedAs = new Map<string, string>();
-    const pending: { path: string; depth: number }[] = [];
+    // `parent`: the real path of the folder the link is in.
+    const pending: { path: string; depth: number; parent: string }[] = [];
     // `linked`: the folder was reached through a link, so its files' paths are not their real ones.
     const walk = (rel: string, real: string, depth: number, linked = false): void => {
       if ((walked.get(real) ?? 0) >= depth) {
         const first = listedAs.get(real);
-        // Not a link to a folder above it (`up -> ..`): a loop, whose paths are the same files
-        // again, not a second place the globs might mean them in (an excluded archive below
-        // the folder would otherwise be read through it).
-        if (linked && first !== undefined && first !== rel && first !== '' && !rel.startsWith(`${first}/`)) aliases.push([rel, first]);
+        if (linked && first !== undefined && first !== rel) aliases.push([rel, first]);
         return;
       }
       walked.set(real, depth);
@@ -245,7 +242,7 @@ export function findCandidates(opts: FindOptions): Found {
         if (d.isDirectory()) {
           if (depth > 1) walk(path, join(real, d.name), depth - 1, linked);
         } else if (d.isSymbolicLink()) {
-          pending.push({ path, depth });
+          pending.push({ path, depth, parent: real });
         } else {
           entries.add(path); // files, FIFOs, devices, sockets: the globs decide, the reader refuses
           if (d.isFile()) regular.add(path);
@@ -253,7 +250,7 @@ export function findCandidates(opts: FindOptions): Found {
         }
       }
     };
-    const linked = (path: string, depth: number): void => {
+    const linked = (path: string, depth: number, parent: string): void => {
       const abs = join(opts.base, path);
       const target = fs.kind(abs);
       if (target !== 'folder') {
@@ -276,8 +273,17 @@ export function findCandidates(opts: FindOptions): Found {
       } catch {
         return;
       }
-      if (mayFollow(real)) walk(path, real, depth - 1, true);
-      else if (!excluded(path)) unwalked.add(path);
+      // A link to the folder it is in or one above it is a loop (find -L says "File system loop
+      // detected" and does not descend): its paths are the same files again, and folders beside
+      // them that the globs never meant (`envs/prod/up -> ..` would make envs/staging's files
+      // envs/prod/up/staging/…).
+      // (One out of the repository, `evil -> /`, is reported as such first.)
+      if (!mayFollow(real)) {
+        if (!excluded(path)) unwalked.add(path);
+        return;
+      }
+      if (isInside(real, parent)) return;
+      walk(path, real, depth - 1, true);
     };
 
     // The scope's own folder may be (or lie under) a link too: the same rule.
@@ -294,24 +300,57 @@ export function findCandidates(opts: FindOptions): Found {
       continue;
     }
     walk(scope.dir, real, scope.depth, real !== join(opts.realRoot, scope.dir));
-    for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth);
+    for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth, pending[i]!.parent);
   }
   return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases };
 }
 
+/** The most paths tried through links in one listing (throughLinks): links × files has no other bound. */
+export const MAX_LINK_PATHS = 1_000_000;
+
 /**
- * For each alias ([link, listedAs]), the entries below `listedAs` as paths through `link`:
- * [the entry, the same file's path through the link]. `entries` sorted (findCandidates'), so the
- * entries below a folder are one run, found by bisection. Only entries `wanted` are given.
+ * For each entry `wanted` (one the globs leave out by its own path) below a folder that links
+ * lead to (found.aliases), its first path through those links, and through links along that
+ * path in turn, that `selects`: entry → path. Breadth first, links in their sorted order, each
+ * path tried once; 'too-many' past `budget` paths (thousands of links to one folder whose files
+ * no path selects).
  */
-export function aliasPaths(found: Pick<Found, 'entries' | 'aliases'>, wanted: (entry: string) => boolean): [entry: string, path: string][] {
-  const out: [string, string][] = [];
-  const { entries } = found;
+export function throughLinks(found: Pick<Found, 'entries' | 'aliases'>, wanted: (entry: string) => boolean, selects: (path: string) => boolean, budget = MAX_LINK_PATHS): Map<string, string> | 'too-many' {
+  const linksTo = new Map<string, string[]>();
   for (const [link, listedAs] of found.aliases) {
-    const prefix = listedAs === '' ? '' : `${listedAs}/`;
-    for (let i = lowerBound(entries, prefix); i < entries.length && entries[i]!.startsWith(prefix); i++) {
-      const e = entries[i]!;
-      if (wanted(e)) out.push([e, `${link}/${e.slice(prefix.length)}`]);
+    const links = linksTo.get(listedAs);
+    if (links === undefined) linksTo.set(listedAs, [link]);
+    else links.push(link);
+  }
+  for (const links of linksTo.values()) links.sort();
+  const out = new Map<string, string>();
+  let tried = 0;
+  for (const entry of found.entries) {
+    if (!wanted(entry)) continue;
+    // Each path with the folders whose links it went through: a path through one of them again
+    // (a/x -> ../b beside b/y -> ../a) is a loop of links, as the kernel would see b/y/x/…
+    const queue: { path: string; via: readonly string[] }[] = [{ path: entry, via: [] }];
+    const seen = new Set([entry]);
+    search: for (let q = 0; q < queue.length; q++) {
+      const { path, via } = queue[q]!;
+      // Each folder above the path that links lead to, the deepest first.
+      for (let cut = path.lastIndexOf('/'); cut > 0; cut = path.lastIndexOf('/', cut - 1)) {
+        const folder = path.slice(0, cut);
+        const links = linksTo.get(folder);
+        if (links === undefined || via.includes(folder)) continue;
+        const rest = path.slice(cut);
+        for (const link of links) {
+          const through = link + rest;
+          if (seen.has(through)) continue;
+          seen.add(through);
+          if (++tried > budget) return 'too-many';
+          if (selects(through)) {
+            out.set(entry, through);
+            break search;
+          }
+          queue.push({ path: through, via: [...via, folder] });
+        }
+      }
     }
   }
   return out;

@@ -13,7 +13,7 @@ import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadP
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
-import { aliasPaths, findCandidates, type WalkFs } from './find.js';
+import { findCandidates, MAX_LINK_PATHS, throughLinks, type WalkFs } from './find.js';
 import { globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
 import { globOf, globProblem, globsProblem, isExclusion, reachesOutside } from './resource-globs.js';
@@ -153,6 +153,17 @@ function matcherOf(globs: readonly string[]): (path: string) => boolean {
 
 /** Pure: the files among `paths` (relative to config.dir) that are desired-state files. */
 export function selectResourcePaths(paths: readonly string[], config: ResolvedConfig): string[] {
+  const selects = resourcePredicate(config);
+  const out = new Set<string>();
+  for (const raw of paths) {
+    const p = toPosix(raw);
+    if (selects(p)) out.add(p);
+  }
+  return [...out].sort();
+}
+
+/** Pure: whether a path (relative to config.dir, posix) is a desired-state file's. */
+function resourcePredicate(config: ResolvedConfig): (path: string) => boolean {
   const { base, patterns, under } = resourceScope(config);
   // A list of globs is ORed, so a negation in it would match everything: split them.
   const positives = patterns.filter((p) => !isExclusion(p));
@@ -161,15 +172,12 @@ export function selectResourcePaths(paths: readonly string[], config: ResolvedCo
   const excluded = matcherOf(negatives);
   const match = (path: string): boolean => included(path) && !excluded(path) && (under === '' || path.startsWith(`${under}/`));
   const configRel = config.file ? toPosix(relative(config.dir, config.file)) : undefined;
-  const out = new Set<string>();
-  for (const raw of paths) {
-    const p = toPosix(raw);
-    if (p === configRel) continue;
-    if (p.split('/').some((s) => s === 'node_modules' || (s.startsWith('.') && s !== '..'))) continue;
+  return (p) => {
+    if (p === configRel) return false;
+    if (p.split('/').some((s) => s === 'node_modules' || (s.startsWith('.') && s !== '..'))) return false;
     const fromBase = base === config.dir && isPlainRelative(p) ? p : toPosix(relative(base, join(config.dir, p)));
-    if (match(fromBase)) out.add(p);
-  }
-  return [...out].sort();
+    return match(fromBase);
+  };
 }
 
 /** Every desired-state file, relative to config.dir with posix separators, sorted. */
@@ -238,12 +246,16 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
   // A folder listed by one path is not walked again through a link to it; a file below it that
   // the globs leave out by the path listed may be selected by its path through the link.
   const realOf = new Map(found.realOf);
-  const through = found.aliases.length === 0 ? [] : aliasPaths(found, (e) => !selected.has(fromDir(e)));
   const entries = [...found.entries];
-  if (through.length > 0) {
-    const chosen = new Set(selectResourcePaths(through.map(([, p]) => fromDir(p)), config));
+  if (found.aliases.length > 0) {
+    const selects = resourcePredicate(config);
+    const through = throughLinks(found, (e) => !selected.has(fromDir(e)), (p) => selects(fromDir(p)));
+    if (through === 'too-many') {
+      const [link, listedAs] = found.aliases[0]!;
+      throw new UserError(`${displayPath(config, fromDir(link))}: more than ${MAX_LINK_PATHS.toLocaleString('en-US')} paths through symbolic links to folders that are read by their own paths (${found.aliases.length.toLocaleString('en-US')} such links, this one to ${displayPath(config, fromDir(listedAs))}): dus-sync tries a file's paths through them when the globs leave out its own, and stops there; name the real folders in "resources" of ${configShown(config)}, or remove links`);
+    }
     for (const [e, p] of through) {
-      if (!chosen.has(fromDir(p)) || realOf.has(p) || selected.has(fromDir(p))) continue;
+      if (realOf.has(p) || selected.has(fromDir(p))) continue;
       selected.add(fromDir(p));
       entries.push(p);
       realOf.set(p, found.realOf.get(e) ?? join(realRoot, e));

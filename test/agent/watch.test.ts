@@ -556,6 +556,10 @@ describe('a file the filter selects only through a link to a folder watched by i
       await writeFile(join(dir, 'repo', 'shared', 'prod', 'x.yaml'), 'a: 0\n');
       await symlink('../shared/prod', join(dir, 'repo', 'envs', 'prod'));
       await symlink('../shared/prod', join(dir, 'repo', 'envs', 'prod-again'));
+      // And a path through two such links: envs/prod/common/c.yaml.
+      await mkdir(join(dir, 'repo', 'shared', 'common'), { recursive: true });
+      await writeFile(join(dir, 'repo', 'shared', 'common', 'c.yaml'), 'c: 0\n');
+      await symlink('../common', join(dir, 'repo', 'shared', 'prod', 'common'));
       return join(dir, 'repo');
     };
     const filter = (p: string) => /\.ya?ml$/.test(p) && !p.includes('/repo/shared/') && !p.includes('/prod-again/');
@@ -569,6 +573,33 @@ describe('a file the filter selects only through a link to a folder watched by i
         const files = pass.triggers.slice(n).flatMap((t) => t.files ?? []);
         expect(files).toEqual([join(dir, 'repo', 'envs', 'prod', 'x.yaml')]);
       }
+      const n = pass.triggers.length;
+      await writeFile(join(dir, 'repo', 'shared', 'common', 'c.yaml'), 'c: 1\n');
+      await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the edit of shared/common/c.yaml');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(pass.triggers.slice(n).flatMap((t) => t.files ?? [])).toEqual([join(dir, 'repo', 'envs', 'prod', 'common', 'c.yaml')]);
+    }, filter);
+  });
+
+  it('a link to a folder above it (envs/prod/up -> ..) is a loop and not watched: an edit of envs/staging is no resource\'s', async () => {
+    const build = async (dir: string) => {
+      await mkdir(join(dir, 'repo', 'envs', 'prod'), { recursive: true });
+      await mkdir(join(dir, 'repo', 'envs', 'staging'), { recursive: true });
+      await writeFile(join(dir, 'repo', 'envs', 'prod', 'a.yaml'), 'a: 0\n');
+      await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 0\n');
+      await symlink('..', join(dir, 'repo', 'envs', 'prod', 'up'));
+      return join(dir, 'repo', 'envs', 'prod');
+    };
+    const filter = (p: string) => /\.ya?ml$/.test(p) && p.includes('/repo/envs/prod/');
+    await withWatchedTemp('dus-loop-up-', 50, build, async (dir, pass) => {
+      await new Promise((r) => setTimeout(r, 300));
+      const n = pass.triggers.length;
+      await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 1\n');
+      await new Promise((r) => setTimeout(r, 800));
+      await writeFile(join(dir, 'repo', 'envs', 'prod', 'a.yaml'), 'a: 1\n');
+      await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the edit of envs/prod/a.yaml');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(pass.triggers.slice(n).flatMap((t) => t.files ?? [])).toEqual([join(dir, 'repo', 'envs', 'prod', 'a.yaml')]);
     }, filter);
   });
 });

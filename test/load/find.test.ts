@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/load/config.js';
 import { listResourceFiles, loadDesiredState } from '../../src/load/index.js';
+import { throughLinks } from '../../src/load/find.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'dus-find-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -87,6 +88,22 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     expect(await list(dir)).toEqual(['tenants/acme/a.yaml', 'tenants/acme/gone', 'tenants/globex/b.yaml', 'tenants/globex/out']);
   });
 
+  it('past a million paths tried through links, the listing is refused in one sentence naming a link, not run for minutes', async () => {
+    const files: Record<string, string> = { 'envs/.keep': '' };
+    for (let i = 0; i < 1_000; i++) files[`shared/big/f${i}.yaml`] = '';
+    const links: Record<string, string> = {};
+    for (let i = 0; i < 1_001; i++) links[`envs/l${i}`] = '../shared/big';
+    const dir = repo('resources: ["**/*.yaml", "!shared/**", "!envs/**"]\n', files, links);
+    const started = Date.now();
+    await expect(listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).rejects.toThrow(/envs\/l0: more than 1,000,000 paths through symbolic links to folders that are read by their own paths \(1,001 such links, this one to \S*shared\/big\).*name the real folders in "resources" of \S*dus-sync.yaml, or remove links$/);
+    expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it('an empty --dir (an unset variable) is refused, not taken for the working folder', async () => {
+    await expect(resolveConfig({ cwd: tmp, dir: '', env: {} })).rejects.toThrow('--dir is empty');
+    await expect(resolveConfig({ cwd: tmp, dir: ' ', env: {} })).rejects.toThrow('--dir is empty');
+  });
+
   it('a repository reached through a link (git-sync swaps one) is read as usual', async () => {
     const real = repo('default_tenant: acme\n', { 'tenants/f.yaml': 'apiVersion: dus-sync/v1\nkind: Action\nmetadata: {}\nspec: { id: 1, phases: [] }\n' });
     const current = join(tmp, `current-${n++}`);
@@ -118,10 +135,47 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     const fromLink = await resolveConfig({ cwd: tmp, dir: acmeLink, env: {} });
     expect(fromLink.file).toBe(file);
     expect(await listResourceFiles(fromLink)).toEqual(['a.yaml']);
+    // A link inside the repository on the rest of the way stays as written: --dir through a
+    // link to envs, then envs/prod -> ../shared/prod, the globs leaving out shared/.
+    const layered = repo('resources: ["**/*.yaml", "!shared/**"]\n', { 'shared/prod/x.yaml': '', 'tenants/t.yaml': '' }, { 'envs/prod': '../shared/prod' });
+    const envsLink = join(tmp, `envs-${n++}`);
+    symlinkSync(join(layered, 'envs'), envsLink);
+    const prodLink = join(tmp, `prod-${n++}`);
+    symlinkSync(join(layered, 'envs/prod'), prodLink);
+    for (const spelt of [join(layered, 'envs/prod'), join(envsLink, 'prod'), prodLink]) {
+      for (const withConfig of [{}, { config: join(layered, 'dus-sync.yaml') }]) {
+        const c = await resolveConfig({ cwd: tmp, dir: spelt, env: {}, ...withConfig });
+        expect([spelt, c.dir]).toEqual([spelt, join(layered, 'envs/prod')]);
+        expect(await listResourceFiles(c)).toEqual(['x.yaml']);
+      }
+    }
     // Outside the config's folder by both readings: every YAML file below it, as before.
     const other = repo(undefined, { 'x/draft-y.yaml': '' });
     const config = await resolveConfig({ cwd: tmp, dir: other, config: file, env: {} });
     expect(config.dir).toBe(other);
     expect(await listResourceFiles(config)).toEqual(['x/draft-y.yaml']);
+  });
+});
+
+describe('throughLinks: the paths of files through links to folders listed by other paths', () => {
+  const selects = (p: string) => p.startsWith('envs/');
+  it('tries links in order and stops at the first path selected, through several links in turn', () => {
+    const found = { entries: ['shared/common/c.yaml', 'shared/prod/x.yaml', 'tenants/t.yaml'], aliases: [['envs/b', 'shared/prod'], ['envs/a', 'shared/prod'], ['shared/prod/common', 'shared/common']] as [string, string][] };
+    const out = throughLinks(found, (e) => !selects(e) && !e.startsWith('tenants/'), selects);
+    expect(out).toEqual(new Map([['shared/common/c.yaml', 'envs/a/common/c.yaml'], ['shared/prod/x.yaml', 'envs/a/x.yaml']]));
+  });
+
+  it('ends on links that lead into each other (a/x -> ../b, b/y -> ../a) when no path is selected', () => {
+    const found = { entries: ['a/f.yaml', 'b/g.yaml'], aliases: [['a/x', 'b'], ['b/y', 'a']] as [string, string][] };
+    expect(throughLinks(found, () => true, () => false)).toEqual(new Map());
+  });
+
+  it('gives up past its budget of paths (thousands of links to a folder whose files no path selects)', () => {
+    const entries = Array.from({ length: 50 }, (_, i) => `shared/f${i}.yaml`);
+    const aliases = Array.from({ length: 50 }, (_, i) => [`envs/l${i}`, 'shared'] as [string, string]);
+    expect(throughLinks({ entries, aliases }, () => true, () => false, 2_499)).toBe('too-many');
+    expect(throughLinks({ entries, aliases }, () => true, () => false, 2_500)).toEqual(new Map());
+    // Selected through the first link: one path a file, whatever the number of links.
+    expect(throughLinks({ entries, aliases }, () => true, () => true, 50)).toHaveProperty('size', 50);
   });
 });

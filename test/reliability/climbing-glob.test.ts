@@ -565,6 +565,44 @@ describe('a file the globs select only by its path through a link to a folder li
     expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
   });
 
+  it('a link to the repository\'s top or a folder above the globs (a loop) reads nothing through it: tenants/acme/root -> ../.., envs/prod/up -> ..', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml']), 'tenants/acme/a.yaml': fw('1.0.0'), 'private/p.yaml': 'not: [yaml\n', 'secret.yaml': 'not: [yaml\n' });
+    symlinkSync('../..', join(repo, 'tenants/acme/root'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+    commitAll(repo);
+    const d = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+    expect([d.code, d.stdout]).toEqual([0, 'Desired state: HEAD → working tree\n\nNo differences in the desired state.\n']);
+    const prod = tree({ 'dus-sync.yaml': config(['envs/prod/**/*.yaml']), 'envs/prod/a.yaml': fw('1.0.0'), 'envs/staging/s.yaml': fw('5.0.0') });
+    symlinkSync('..', join(prod, 'envs/prod/up'));
+    const p = await runCli(['validate'], { cwd: prod });
+    expect([p.code, p.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('a path through two such links: read, and --dir on the way reads the same (envs/prod -> ../shared/prod, shared/prod/common -> ../common)', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'shared/prod/x.yaml': fw('1.0.0'), 'shared/common/c.yaml': `${fw('3.0.0')}bogus: 1\n`, 'envs/.keep': '' });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    symlinkSync('../common', join(repo, 'shared/prod/common'));
+    for (const dir of [[], ['--dir', 'envs'], ['--dir', 'envs/prod']]) {
+      const r = await runCli([...dir, 'validate'], { cwd: repo });
+      expect([dir, r.code]).toEqual([dir, 1]);
+      expect(r.stdout).toContain('envs/prod/common/c.yaml:');
+      expect(r.stdout).toContain('1 problem in 1 file');
+    }
+  });
+
+  it('hundreds of links to one folder: each file read once, through the first (not links × files paths)', async () => {
+    const files: Record<string, string> = { 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'envs/.keep': '' };
+    for (let i = 0; i < 300; i++) files[`shared/big/f${i}.yaml`] = fw(`1.0.${i}`);
+    const repo = tree(files);
+    for (let i = 0; i < 400; i++) symlinkSync('../shared/big', join(repo, `envs/l${String(i).padStart(3, '0')}`));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '300 files, 300 documents: valid\n']);
+    writeFileSync(join(repo, 'shared/big/f0.yaml'), `${fw('1.0.0')}bogus: 1\n`);
+    const bad = await runCli(['validate'], { cwd: repo });
+    expect(bad.stdout).toContain('envs/l000/f0.yaml:');
+  });
+
   it('excluded by both paths: not read', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**', '!envs/prod/**']), 'shared/prod/x.yaml': 'not: [yaml\n', 'envs/stage.yaml': fw('4.0.0') });
     symlinkSync('../shared/prod', join(repo, 'envs/prod'));
