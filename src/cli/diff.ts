@@ -89,10 +89,16 @@ export interface DiffResult {
 }
 
 /** The desired state at the base ref against the working tree (diff and review share it). */
-export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, log: Logger, base: string): Promise<DiffResult> {
-  await registerBaseKeys(config, base);
-  const head = await loadDesiredState(config, filter);
-  if (head.issues.length > 0) throw new ConfigError(head.issues);
+export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, log: Logger, base: string, loaded?: { readonly head: DesiredState }): Promise<DiffResult> {
+  // (review has loaded the working tree already, after registering the base's keys.)
+  let head: { desired: DesiredState };
+  if (loaded !== undefined) head = { desired: loaded.head };
+  else {
+    await registerBaseKeys(config, base);
+    const load = await loadDesiredState(config, filter);
+    if (load.issues.length > 0) throw new ConfigError(load.issues);
+    head = load;
+  }
 
   let baseConfig = config;
   const atRef = await readDesiredAtRef({
@@ -114,9 +120,9 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
     outside: (real) => readOutsideFile(config, real),
   });
   if (atRef.configRefused !== undefined) log.warn(`the config file at ${base} is not read (${atRef.configRefused}); the working one is used for both sides.`);
-  const loaded = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
+  const atBase = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
   const unread = atRef.unread.map((u) => ({ file: displayPath(baseConfig, u.path), line: 1, column: 1, pointer: '', message: u.message }));
-  const baseLoad = unread.length === 0 ? loaded : { ...loaded, issues: [...unread, ...loaded.issues] };
+  const baseLoad = unread.length === 0 ? atBase : { ...atBase, issues: [...unread, ...atBase.issues] };
   const extra: DiffWarning[] = atRef.submodules.map((path) => baseSubmoduleWarning(base, path));
   let baseDesired = baseLoad.desired;
   if (baseLoad.issues.length > 0) {

@@ -201,8 +201,9 @@ async function review(opts: ReviewFlags, globals: GlobalOptions, log: Logger, en
     const base = opts.base ?? defaultBase(env);
     if (!base) throw new UserError(`review compares with git when it cannot plan (${keyless}), and needs --base GIT_REF for that, e.g. --base origin/main`);
     log.info(`${keyless}: comparing with ${base} in git (no API access)`);
-    // Redacted before it is rendered (the markdown escapes respell characters of a key).
-    const diff = redactDeep((await diffAgainst(config, filter, log, base)).diff);
+    // Redacted before it is rendered (the markdown escapes respell characters of a key). The
+    // working tree is the one loaded above, after the keys of this same base were registered.
+    const diff = redactDeep((await diffAgainst(config, filter, log, base, base === baseForKeys ? { head: desired } : undefined)).diff);
     return { markdown: renderDiffMarkdown(diff, { base, maxLength }), code: hasDifferences(diff) ? 2 : 0, findings: diffFindings(diff) };
   } catch (err) {
     if (err instanceof ConfigError) return { markdown: '', code: 1, findings: err.issues.map(issueFinding), error: err };
