@@ -352,8 +352,17 @@ export class Watcher {
   private claim(path: string): boolean {
     let real: string;
     try { real = realpathSync(path); } catch { return true; }
-    // A link to the folder it is in or one above it is a loop, which the loader does not follow.
-    try { if (isInside(real, realpathSync(dirname(path)))) return false; } catch { /* gone: as before */ }
+    // A link to a folder on its own path (or above one) is a loop, which the loader does not
+    // follow: each folder above it, by its real path (only for a folder reached through a link).
+    try {
+      const parent = realpathSync(dirname(path));
+      if (real !== resolve(parent, basename(path))) {
+        for (let up = dirname(path); ; up = dirname(up)) {
+          if (isInside(real, realpathSync(up))) return false;
+          if (dirname(up) === up) break;
+        }
+      }
+    } catch { /* gone: as before */ }
     const by = this.realFolders.get(real);
     if (by !== undefined && by !== path) {
       // (Not a link to a folder above it, a loop: the loader reads nothing through it either.)

@@ -84,6 +84,8 @@ export interface Found {
    * (`["**\/*.yaml", "!shared/**"]` with `envs/prod -> ../shared/prod`): see aliasPaths.
    */
   readonly aliases: readonly (readonly [link: string, listedAs: string])[];
+  /** The globs' folders (--dir's among them) whose way passes a link that loops: [the link's path, where it leads]. Not walked. */
+  readonly loops: readonly (readonly [link: string, to: string])[];
 }
 
 export interface Scope {
@@ -197,6 +199,7 @@ export function findCandidates(opts: FindOptions): Found {
   const undecodable = new Set<string>();
   const realOf = new Map<string, string>();
   const aliases: [string, string][] = [];
+  const loops: [string, string][] = [];
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
   const fs = opts.fs ?? DISK;
@@ -209,10 +212,10 @@ export function findCandidates(opts: FindOptions): Found {
     const walked = new Map<string, number>();
     // The path each real folder was first listed by.
     const listedAs = new Map<string, string>();
-    // `parent`: the real path of the folder the link is in.
-    const pending: { path: string; depth: number; parent: string }[] = [];
+    // `parent`: the folders on the link's path, its own first (the real path of each).
+    const pending: { path: string; depth: number; parent: Chain }[] = [];
     // `linked`: the folder was reached through a link, so its files' paths are not their real ones.
-    const walk = (rel: string, real: string, depth: number, linked = false): void => {
+    const walk = (rel: string, real: string, depth: number, chain: Chain, linked = false): void => {
       if ((walked.get(real) ?? 0) >= depth) {
         const first = listedAs.get(real);
         if (linked && first !== undefined && first !== rel) aliases.push([rel, first]);
@@ -240,9 +243,9 @@ export function findCandidates(opts: FindOptions): Found {
         if (skipped(d.name)) continue;
         const path = join2(rel, d.name);
         if (d.isDirectory()) {
-          if (depth > 1) walk(path, join(real, d.name), depth - 1, linked);
+          if (depth > 1) walk(path, join(real, d.name), depth - 1, { real: join(real, d.name), up: chain }, linked);
         } else if (d.isSymbolicLink()) {
-          pending.push({ path, depth, parent: real });
+          pending.push({ path, depth, parent: chain });
         } else {
           entries.add(path); // files, FIFOs, devices, sockets: the globs decide, the reader refuses
           if (d.isFile()) regular.add(path);
@@ -250,7 +253,7 @@ export function findCandidates(opts: FindOptions): Found {
         }
       }
     };
-    const linked = (path: string, depth: number, parent: string): void => {
+    const linked = (path: string, depth: number, parent: Chain): void => {
       const abs = join(opts.base, path);
       const target = fs.kind(abs);
       if (target !== 'folder') {
@@ -273,25 +276,41 @@ export function findCandidates(opts: FindOptions): Found {
       } catch {
         return;
       }
-      // A link to the folder it is in or one above it is a loop (find -L says "File system loop
-      // detected" and does not descend): its paths are the same files again, and folders beside
-      // them that the globs never meant (`envs/prod/up -> ..` would make envs/staging's files
-      // envs/prod/up/staging/…).
+      // A link to a folder on its own path, or one above such a folder, is a loop (find -L says
+      // "File system loop detected" and does not descend): its paths are the same files again,
+      // and folders beside them that the globs never meant (`envs/prod/up -> ..` would make
+      // envs/staging's files envs/prod/up/staging/…). The path as walked counts, not only the
+      // real one: with envs/prod -> ../shared/prod, shared/prod/up -> ../../envs is one too.
       // (One out of the repository, `evil -> /`, is reported as such first.)
       if (!mayFollow(real)) {
         if (!excluded(path)) unwalked.add(path);
         return;
       }
-      if (isInside(real, parent)) return;
-      walk(path, real, depth - 1, true);
+      if (onPath(real, parent)) return;
+      walk(path, real, depth - 1, { real, up: parent }, true);
     };
 
-    // The scope's own folder may be (or lie under) a link too: the same rule.
+    // The scope's own folder may be (or lie under) a link too: the same rule. The folders on its
+    // way, each by its real path; a link among them to one before it is a loop (--dir
+    // tenants/evil with tenants/evil -> .): refused, as nothing below it means anything new.
     let real: string;
+    let chain: Chain;
     try {
-      real = fs.realpath(join(opts.base, scope.dir));
+      real = fs.realpath(opts.base);
+      chain = { real };
+      let prefix = '';
+      for (const name of scope.dir === '' ? [] : scope.dir.split('/')) {
+        prefix = join2(prefix, name);
+        const next = fs.realpath(join(opts.base, prefix));
+        if (name !== '..' && name !== '.' && next !== join(real, name) && onPath(next, chain)) {
+          loops.push([prefix, next]);
+          throw new LoopOnTheWay();
+        }
+        real = next;
+        chain = { real, up: chain };
+      }
     } catch {
-      continue; // no such folder: nothing to find
+      continue; // no such folder (or a loop on the way): nothing to find
     }
     // A glob that climbs out of the repository is refused before the walk (listWithTypes), unless
     // --follow-external-symlinks; whatever gets here, a folder outside is not walked.
@@ -299,14 +318,42 @@ export function findCandidates(opts: FindOptions): Found {
       if (!excluded(scope.dir)) unwalked.add(scope.dir);
       continue;
     }
-    walk(scope.dir, real, scope.depth, real !== join(opts.realRoot, scope.dir));
+    walk(scope.dir, real, scope.depth, chain, real !== join(opts.realRoot, scope.dir));
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth, pending[i]!.parent);
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases, loops };
+}
+
+/** A path tried through links: `folder`, the one whose link it went through last, after `prev`. */
+interface Via {
+  readonly path: string;
+  readonly folder?: string;
+  readonly prev?: Via;
+}
+
+function wentThrough(via: Via | undefined, folder: string): boolean {
+  for (let v = via; v !== undefined; v = v.prev) if (v.folder === folder) return true;
+  return false;
+}
+
+/** The folders on a path, the deepest first, each by its real path. */
+interface Chain {
+  readonly real: string;
+  readonly up?: Chain;
+}
+
+class LoopOnTheWay extends Error {}
+
+/** Whether `real` is one of the folders on the path, or above one of them: a link to it loops. */
+function onPath(real: string, chain: Chain | undefined): boolean {
+  for (let c = chain; c !== undefined; c = c.up) if (isInside(real, c.real)) return true;
+  return false;
 }
 
 /** The most paths tried through links in one listing (throughLinks): links × files has no other bound. */
-export const MAX_LINK_PATHS = 1_000_000;
+export const MAX_LINK_PATHS = 250_000;
+/** And the most characters of such paths held for one file (long link names): 64 MiB of text. */
+const MAX_LINK_PATH_CHARS = 64 * 1024 * 1024;
 
 /**
  * For each entry `wanted` (one the globs leave out by its own path) below a folder that links
@@ -329,26 +376,29 @@ export function throughLinks(found: Pick<Found, 'entries' | 'aliases'>, wanted: 
     if (!wanted(entry)) continue;
     // Each path with the folders whose links it went through: a path through one of them again
     // (a/x -> ../b beside b/y -> ../a) is a loop of links, as the kernel would see b/y/x/…
-    const queue: { path: string; via: readonly string[] }[] = [{ path: entry, via: [] }];
+    const queue: Via[] = [{ path: entry }];
     const seen = new Set([entry]);
+    let chars = entry.length;
     search: for (let q = 0; q < queue.length; q++) {
-      const { path, via } = queue[q]!;
+      const at = queue[q]!;
+      const path = at.path;
       // Each folder above the path that links lead to, the deepest first.
       for (let cut = path.lastIndexOf('/'); cut > 0; cut = path.lastIndexOf('/', cut - 1)) {
         const folder = path.slice(0, cut);
         const links = linksTo.get(folder);
-        if (links === undefined || via.includes(folder)) continue;
+        if (links === undefined || wentThrough(at, folder)) continue;
         const rest = path.slice(cut);
         for (const link of links) {
           const through = link + rest;
           if (seen.has(through)) continue;
           seen.add(through);
-          if (++tried > budget) return 'too-many';
+          chars += through.length;
+          if (++tried > budget || chars > MAX_LINK_PATH_CHARS) return 'too-many';
           if (selects(through)) {
             out.set(entry, through);
             break search;
           }
-          queue.push({ path: through, via: [...via, folder] });
+          queue.push({ path: through, folder, prev: at });
         }
       }
     }

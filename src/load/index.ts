@@ -240,6 +240,10 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
   }
   const same = base === config.dir;
   const fromDir = (p: string): string => (same && isPlainRelative(p) ? p : toPosix(relative(config.dir, join(base, p))));
+  if (found.loops.length > 0) {
+    const [link, to] = found.loops[0]!;
+    throw new UserError(`${displayPath(config, fromDir(link))}: this symbolic link leads to ${printable(to)}, a folder on its own way (a loop), and --dir or a resources glob passes through it; dus-sync does not follow such links, whose paths are the same files again: name the folder itself`);
+  }
   // Links to folders that were not walked are listed too, so that reading them reports why.
   const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
   const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
@@ -252,7 +256,7 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
     const through = throughLinks(found, (e) => !selected.has(fromDir(e)), (p) => selects(fromDir(p)));
     if (through === 'too-many') {
       const [link, listedAs] = found.aliases[0]!;
-      throw new UserError(`${displayPath(config, fromDir(link))}: more than ${MAX_LINK_PATHS.toLocaleString('en-US')} paths through symbolic links to folders that are read by their own paths (${found.aliases.length.toLocaleString('en-US')} such links, this one to ${displayPath(config, fromDir(listedAs))}): dus-sync tries a file's paths through them when the globs leave out its own, and stops there; name the real folders in "resources" of ${configShown(config)}, or remove links`);
+      throw new UserError(`${displayPath(config, fromDir(link))}: this symbolic link leads to ${displayPath(config, fromDir(listedAs))}, a folder read by that path, and with the ${found.aliases.length.toLocaleString('en-US')} links like it makes more than ${MAX_LINK_PATHS.toLocaleString('en-US')} paths (or 64 MiB of them) to try for files the globs leave out by their own paths; dus-sync tries such paths through links, and stops there: name the real folders in "resources" of ${configShown(config)}, or remove links`);
     }
     for (const [e, p] of through) {
       if (realOf.has(p) || selected.has(fromDir(p))) continue;

@@ -579,6 +579,41 @@ describe('a file the globs select only by its path through a link to a folder li
     expect([p.code, p.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
   });
 
+  it('--dir through a loop (tenants/evil -> ., tenants/acme/up -> ..) is refused in one sentence, in validate and diff --base, not read with the archive the globs exclude', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', '!tenants/archive/**']), 'tenants/acme/a.yaml': fw('1.0.0'), 'tenants/archive/old.yaml': fw('2.5.0') });
+    symlinkSync('.', join(repo, 'tenants/evil'));
+    symlinkSync('..', join(repo, 'tenants/acme/up'));
+    commitAll(repo);
+    for (const args of [['--dir', 'tenants/evil', 'validate'], ['--dir', 'tenants/acme/up', 'validate'], ['--dir', 'tenants/evil', 'diff', '--base', 'HEAD'], ['--dir', 'tenants/evil/acme', 'validate']]) {
+      const r = await runCli(args, { cwd: repo });
+      expect([args, r.code]).toEqual([args, 1]);
+      expect(r.stderr).toMatch(/^error: tenants\/(evil|acme\/up): this symbolic link leads to .*tenants, a folder on its own way \(a loop\).*name the folder itself\n$/);
+      expect(r.stdout + r.stderr).not.toContain('2.5.0');
+    }
+  });
+
+  it('a loop by the path as walked: with envs/prod -> ../shared/prod, shared/prod/up -> ../../envs reads nothing more', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['envs/prod/**/*.yaml']), 'shared/prod/a.yaml': fw('1.0.0'), 'envs/staging/s.yaml': fw('5.0.0') });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    symlinkSync('../../envs', join(repo, 'shared/prod/up'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('links with long names fanning out: bounded by the text of the paths tried too, refused in one sentence', async () => {
+    const long = 'a'.repeat(200);
+    const files: Record<string, string> = { 'dus-sync.yaml': config(['sel/**/*.yaml', '!sel/**/l[0-8]*/**']), 'x6/f.yaml': fw('1.0.0'), 'sel/.keep': '' };
+    for (let i = 1; i < 6; i++) files[`x${i}/.keep`] = '';
+    const repo = tree(files);
+    for (let i = 1; i < 6; i++) for (let k = 0; k < 10; k++) symlinkSync(`../x${i + 1}`, join(repo, `x${i}/l${k}${long}`));
+    symlinkSync('../x1', join(repo, 'sel/a'));
+    const started = Date.now();
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: \S+: this symbolic link leads to \S+, a folder read by that path, .*or remove links\n$/);
+  });
+
   it('a path through two such links: read, and --dir on the way reads the same (envs/prod -> ../shared/prod, shared/prod/common -> ../common)', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'shared/prod/x.yaml': fw('1.0.0'), 'shared/common/c.yaml': `${fw('3.0.0')}bogus: 1\n`, 'envs/.keep': '' });
     symlinkSync('../shared/prod', join(repo, 'envs/prod'));
