@@ -3,7 +3,7 @@
 // trigger that arrives during a pass is coalesced into exactly one more pass. The loop never
 // exits on its own; only stop() ends it.
 import { setMaxListeners } from 'node:events';
-import { lstatSync, realpathSync, type Stats } from 'node:fs';
+import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { basename, dirname, resolve, sep } from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
@@ -437,6 +437,9 @@ export class Watcher {
       const replaced = paths.filter((p) => {
         let st: Stats | undefined;
         try { st = lstatSync(p); } catch { st = undefined; }
+        // A new link to a folder watched already (by another path) gets no watcher of its own, so
+        // chokidar says nothing of it: the pass lists everything again, its files among them.
+        if (st?.isSymbolicLink() === true && leadsToFolder(p) && this.folder(p)) this.onFsEvent('addDir', p);
         return st?.isDirectory() === true && this.folder(p);
       });
       if (replaced.length > 0) void this.rearm(replaced);
@@ -671,6 +674,10 @@ function sum(m: ReadonlyMap<string, number>): number {
   let n = 0;
   for (const v of m.values()) n += v;
   return n;
+}
+
+function leadsToFolder(path: string): boolean {
+  try { return statSync(path).isDirectory(); } catch { return false; }
 }
 
 function isFolder(path: string): boolean {

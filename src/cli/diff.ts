@@ -101,6 +101,7 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
   }
 
   let baseConfig = config;
+  let unlistable: string | undefined;
   const atRef = await readDesiredAtRef({
     dir: config.dir,
     repository: resourceScope(config).base,
@@ -111,7 +112,16 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
     // repository, a file reached by several paths read once), in the commit's own tree.
     select: (_paths, configText, tree) => {
       baseConfig = configAtBase(config, configText, process.env, log);
-      return listIn(baseConfig, tree).paths;
+      try {
+        return listIn(baseConfig, tree).paths;
+      } catch (err) {
+        // What makes the base's files unlistable (a loop on --dir's way there, a folder name that
+        // is not UTF-8) is the base's problem, as an invalid file there is: said, and everything
+        // counts as added. The working tree's own listing has passed already.
+        if (!(err instanceof UserError)) throw err;
+        unlistable = err.message;
+        return [];
+      }
     },
     // What the working tree's reader refuses, the base's does too: a file out of the repository
     // folder (the config's), unless the operator follows links out.
@@ -122,6 +132,7 @@ export async function diffAgainst(config: ResolvedConfig, filter: LoadFilter, lo
   if (atRef.configRefused !== undefined) log.warn(`the config file at ${base} is not read (${atRef.configRefused}); the working one is used for both sides.`);
   const atBase = loadDocuments(atRef.files, baseConfig, filter, { sent: false });
   const unread = atRef.unread.map((u) => ({ file: displayPath(baseConfig, u.path), line: 1, column: 1, pointer: '', message: u.message }));
+  if (unlistable !== undefined) unread.unshift({ file: base, line: 1, column: 1, pointer: '', message: `its files cannot be listed: ${unlistable}` });
   const baseLoad = unread.length === 0 ? atBase : { ...atBase, issues: [...unread, ...atBase.issues] };
   const extra: DiffWarning[] = atRef.submodules.map((path) => baseSubmoduleWarning(base, path));
   let baseDesired = baseLoad.desired;

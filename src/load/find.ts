@@ -15,6 +15,7 @@ import picomatch from 'picomatch';
 import { globMatcher } from './glob-match.js';
 import { globOf, isExclusion } from './resource-globs.js';
 import { isInside, openFolder, PROC_FD, procPath } from './read-file.js';
+import { lowerBound } from '../sorted.js';
 
 /** An entry of a folder, as the walk sees it: a Dirent of the disk, or one of a commit's tree. */
 export interface WalkEntry {
@@ -84,6 +85,10 @@ export interface Found {
    * (`["**\/*.yaml", "!shared/**"]` with `envs/prod -> ../shared/prod`): see aliasPaths.
    */
   readonly aliases: readonly (readonly [link: string, listedAs: string])[];
+  /** The aliases' links below which an exclusion rules out every path (`!testdata/**`): no path through one is selected as it is. */
+  readonly closed: ReadonlySet<string>;
+  /** Folders holding a name that is not UTF-8, below which an exclusion rules out every path: they matter only to paths through links. */
+  readonly undecodableExcluded: readonly string[];
   /** The globs' folders (--dir's among them) whose way passes a link that loops: [the link's path, where it leads]. Not walked. */
   readonly loops: readonly (readonly [link: string, to: string])[];
 }
@@ -193,12 +198,15 @@ function skipped(name: string): boolean {
 export function findCandidates(opts: FindOptions): Found {
   const negatives = opts.patterns.filter(isExclusion).map(globOf);
   const excluded = globMatcher(negatives);
+  const excludedBelow = wholeFolderExclusion(negatives);
   const entries = new Set<string>();
   const regular = new Set<string>();
   const unwalked = new Set<string>();
   const undecodable = new Set<string>();
   const realOf = new Map<string, string>();
   const aliases: [string, string][] = [];
+  const closed = new Set<string>();
+  const undecodableExcluded = new Set<string>();
   const loops: [string, string][] = [];
   const join2 = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
@@ -218,7 +226,10 @@ export function findCandidates(opts: FindOptions): Found {
     const walk = (rel: string, real: string, depth: number, chain: Chain, linked = false): void => {
       if ((walked.get(real) ?? 0) >= depth) {
         const first = listedAs.get(real);
-        if (linked && first !== undefined && first !== rel) aliases.push([rel, first]);
+        if (linked && first !== undefined && first !== rel) {
+          aliases.push([rel, first]);
+          if (excludedBelow(rel)) closed.add(rel);
+        }
         return;
       }
       walked.set(real, depth);
@@ -233,7 +244,10 @@ export function findCandidates(opts: FindOptions): Found {
         return;
       }
       if (listed === 'undecodable') {
-        undecodable.add(rel);
+        // A folder whose every path an exclusion rules out holds nothing to read by its own
+        // path, whatever its names; only a path through a link might (listIn decides).
+        if (excludedBelow(rel)) undecodableExcluded.add(rel);
+        else undecodable.add(rel);
         return;
       }
       if (listed === undefined) return; // unreadable or gone: as before, nothing to list there
@@ -321,7 +335,21 @@ export function findCandidates(opts: FindOptions): Found {
     walk(scope.dir, real, scope.depth, chain, real !== join(opts.realRoot, scope.dir));
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth, pending[i]!.parent);
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases, loops };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases, closed, undecodableExcluded: [...undecodableExcluded].sort(), loops };
+}
+
+/**
+ * Whether every path below a folder is excluded, for certain: an exclusion `P/**` whose P matches
+ * the folder or one above it. Other exclusions may leave some path below it selected.
+ */
+function wholeFolderExclusion(negatives: readonly string[]): (folder: string) => boolean {
+  const prefixes = negatives.filter((g) => g.endsWith('/**') && g.length > 3).map((g) => g.slice(0, -3));
+  if (prefixes.length === 0) return () => false;
+  const matches = globMatcher(prefixes);
+  return (folder) => {
+    for (let at = folder; at !== ''; at = at.includes('/') ? at.slice(0, at.lastIndexOf('/')) : '') if (matches(at)) return true;
+    return false;
+  };
 }
 
 /** A path tried through links: `folder`, the one whose link it went through last, after `prev`. */
@@ -352,7 +380,7 @@ function onPath(real: string, chain: Chain | undefined): boolean {
 
 /** The most paths tried through links in one listing (throughLinks): links × files has no other bound. */
 export const MAX_LINK_PATHS = 250_000;
-/** And the most characters of such paths held for one file (long link names): 64 MiB of text. */
+/** And the most characters of the paths held for one file at a time (long link names): 64 MiB of text. */
 const MAX_LINK_PATH_CHARS = 64 * 1024 * 1024;
 
 /**
@@ -362,7 +390,7 @@ const MAX_LINK_PATH_CHARS = 64 * 1024 * 1024;
  * path tried once; 'too-many' past `budget` paths (thousands of links to one folder whose files
  * no path selects).
  */
-export function throughLinks(found: Pick<Found, 'entries' | 'aliases'>, wanted: (entry: string) => boolean, selects: (path: string) => boolean, budget = MAX_LINK_PATHS): Map<string, string> | 'too-many' {
+export function throughLinks(found: Pick<Found, 'entries' | 'aliases'> & { readonly closed?: ReadonlySet<string> }, wanted: (entry: string) => boolean, selects: (path: string) => boolean, budget = MAX_LINK_PATHS, maxChars = MAX_LINK_PATH_CHARS): Map<string, string> | 'too-many' {
   const linksTo = new Map<string, string[]>();
   for (const [link, listedAs] of found.aliases) {
     const links = linksTo.get(listedAs);
@@ -370,6 +398,31 @@ export function throughLinks(found: Pick<Found, 'entries' | 'aliases'>, wanted: 
     else links.push(link);
   }
   for (const links of linksTo.values()) links.sort();
+  // Which links can end a selected path: every path through a link starts with it, so the last
+  // link of a selected path is not `closed`; a link before it must have a folder whose links
+  // lead on (productive) on its way. Found to a fixed point; the others are never tried.
+  const closed = found.closed ?? new Set<string>();
+  const keys = [...linksTo.keys()].sort();
+  const productive = new Set<string>();
+  const leads = (link: string): boolean => {
+    if (!closed.has(link)) return true;
+    for (let at = link; at.includes('/'); ) {
+      at = at.slice(0, at.lastIndexOf('/'));
+      if (productive.has(at)) return true;
+    }
+    if (productive.has(link)) return true;
+    for (let i = lowerBound(keys, `${link}/`); i < keys.length && keys[i]!.startsWith(`${link}/`); i++) if (productive.has(keys[i]!)) return true;
+    return false;
+  };
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [folder, links] of linksTo) {
+      if (!productive.has(folder) && links.some(leads)) {
+        productive.add(folder);
+        changed = true;
+      }
+    }
+  }
   const out = new Map<string, string>();
   let tried = 0;
   for (const entry of found.entries) {
@@ -386,14 +439,15 @@ export function throughLinks(found: Pick<Found, 'entries' | 'aliases'>, wanted: 
       for (let cut = path.lastIndexOf('/'); cut > 0; cut = path.lastIndexOf('/', cut - 1)) {
         const folder = path.slice(0, cut);
         const links = linksTo.get(folder);
-        if (links === undefined || wentThrough(at, folder)) continue;
+        if (links === undefined || !productive.has(folder) || wentThrough(at, folder)) continue;
         const rest = path.slice(cut);
         for (const link of links) {
+          if (!leads(link)) continue;
           const through = link + rest;
           if (seen.has(through)) continue;
           seen.add(through);
           chars += through.length;
-          if (++tried > budget || chars > MAX_LINK_PATH_CHARS) return 'too-many';
+          if (++tried > budget || chars > maxChars) return 'too-many';
           if (selects(through)) {
             out.set(entry, through);
             break search;

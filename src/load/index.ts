@@ -233,10 +233,12 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
     }
   }
   const found = findCandidates({ base, realRoot, patterns, under, followExternalSymlinks, ...(fs ? { fs } : {}) });
-  if (found.undecodable.length > 0) {
-    const folder = found.undecodable[0]!;
+  // (A folder an exclusion rules out whole matters only when a link might lead into it.)
+  const undecodable = found.aliases.length > 0 ? [...found.undecodable, ...found.undecodableExcluded].sort() : found.undecodable;
+  if (undecodable.length > 0) {
+    const folder = undecodable[0]!;
     const shown = displayPath(config, toPosix(relative(config.dir, join(base, folder))) || '.');
-    throw new UserError(`${shown}: this folder holds a name that is not valid UTF-8 (shown with U+FFFD), which dus-sync cannot open by name or tell apart from another: rename it with UTF-8 characters${found.undecodable.length > 1 ? ` (${found.undecodable.length - 1} more folders hold such names)` : ''}`);
+    throw new UserError(`${shown}: this folder holds a name that is not valid UTF-8 (shown with U+FFFD), which dus-sync cannot open by name or tell apart from another: rename it with UTF-8 characters${undecodable.length > 1 ? ` (${undecodable.length - 1} more folders hold such names)` : ''}`);
   }
   const same = base === config.dir;
   const fromDir = (p: string): string => (same && isPlainRelative(p) ? p : toPosix(relative(config.dir, join(base, p))));

@@ -581,6 +581,24 @@ describe('a file the filter selects only through a link to a folder watched by i
     }, filter);
   });
 
+  it('a new link to a folder watched already (envs/qa -> old/qa, envs/old/ left out) starts a pass that lists everything again', async () => {
+    const build = async (dir: string) => {
+      await mkdir(join(dir, 'repo', 'envs', 'dev'), { recursive: true });
+      await mkdir(join(dir, 'repo', 'envs', 'old', 'qa'), { recursive: true });
+      await writeFile(join(dir, 'repo', 'envs', 'dev', 'd.yaml'), 'd: 0\n');
+      await writeFile(join(dir, 'repo', 'envs', 'old', 'qa', 'q.yaml'), 'q: 0\n');
+      return join(dir, 'repo');
+    };
+    const filter = (p: string) => /\.ya?ml$/.test(p) && !p.includes('/repo/envs/old/');
+    await withWatchedTemp('dus-new-link-', 50, build, async (dir, pass) => {
+      await new Promise((r) => setTimeout(r, 300));
+      const n = pass.triggers.length;
+      await symlink('old/qa', join(dir, 'repo', 'envs', 'qa'));
+      await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the new link');
+      expect(pass.triggers.slice(n).flatMap((t) => t.files ?? [])).toContain(join(dir, 'repo', 'envs', 'qa'));
+    }, filter);
+  });
+
   it('a loop by the path as watched (envs/prod -> ../shared/prod, shared/prod/up -> ../../envs) is not watched either', async () => {
     const build = async (dir: string) => {
       await mkdir(join(dir, 'repo', 'shared', 'prod'), { recursive: true });

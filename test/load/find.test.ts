@@ -93,10 +93,28 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     for (let i = 0; i < 1_000; i++) files[`shared/big/f${i}.yaml`] = '';
     const links: Record<string, string> = {};
     for (let i = 0; i < 1_001; i++) links[`envs/l${i}`] = '../shared/big';
-    const dir = repo('resources: ["**/*.yaml", "!shared/**", "!envs/**"]\n', files, links);
+    // (`!envs/**/*.yaml`, not `!envs/**`: a link in a folder an exclusion rules out whole gives no path to try.)
+    const dir = repo('resources: ["**/*.yaml", "!shared/**", "!envs/**/*.yaml"]\n', files, links);
     const started = Date.now();
     await expect(listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).rejects.toThrow(/envs\/l0: this symbolic link leads to \S*shared\/big, a folder read by that path, and with the 1,001 links like it makes more than 250,000 paths \(or 64 MiB of them\) to try .*name the real folders in "resources" of \S*dus-sync.yaml, or remove links$/);
     expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it('links inside a folder an exclusion rules out whole give no paths to try: a large testdata/ with links in it is no refusal, nor slow', async () => {
+    const files: Record<string, string> = { 'tenants/acme/a.yaml': '', 'common1/c.yaml': '' };
+    for (let d = 0; d < 50; d++) for (let f = 0; f < 200; f++) files[`testdata/big/d${d}/f${f}.yaml`] = '';
+    const links: Record<string, string> = { 'tenants/acme/common1': '../../common1' };
+    for (let i = 1; i <= 30; i++) links[`testdata/alias${i}`] = 'big';
+    const dir = repo('resources: ["**/*.yaml", "!testdata/**"]\n', files, links);
+    expect(await listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).toEqual(['common1/c.yaml', 'tenants/acme/a.yaml']);
+  });
+
+  it('a name that is not UTF-8 in a folder an exclusion rules out whole refuses nothing', async () => {
+    const dir = repo('resources: ["**/*.yaml", "!archive/**"]\n', { 'tenants/a.yaml': '', 'archive/.keep': '' });
+    writeFileSync(Buffer.concat([Buffer.from(join(dir, 'archive/x')), Buffer.from([0xff]), Buffer.from('.yaml')]), '');
+    expect(await listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).toEqual(['tenants/a.yaml']);
+    writeFileSync(Buffer.concat([Buffer.from(join(dir, 'tenants/y')), Buffer.from([0xff]), Buffer.from('.yaml')]), '');
+    await expect(listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).rejects.toThrow(/tenants: this folder holds a name that is not valid UTF-8/);
   });
 
   it('an empty --dir (an unset variable) is refused, not taken for the working folder', async () => {
@@ -168,6 +186,27 @@ describe('throughLinks: the paths of files through links to folders listed by ot
   it('ends on links that lead into each other (a/x -> ../b, b/y -> ../a) when no path is selected', () => {
     const found = { entries: ['a/f.yaml', 'b/g.yaml'], aliases: [['a/x', 'b'], ['b/y', 'a']] as [string, string][] };
     expect(throughLinks(found, () => true, () => false)).toEqual(new Map());
+  });
+
+  it('gives up past its bound on the text of the paths held for one file, whatever their number (long link names)', () => {
+    const entries = ['shared/f.yaml'];
+    const aliases = Array.from({ length: 100 }, (_, i) => [`envs/${'l'.repeat(10_000)}${i}`, 'shared'] as [string, string]);
+    expect(throughLinks({ entries, aliases }, () => true, () => false, 1_000, 900_000)).toBe('too-many');
+    expect(throughLinks({ entries, aliases }, () => true, () => false, 1_000, 1_100_000)).toEqual(new Map());
+  });
+
+  it('tries nothing through links whose every path an exclusion rules out, unless a link on their way leads on', () => {
+    const entries = Array.from({ length: 100 }, (_, i) => `testdata/big/f${i}.yaml`);
+    const aliases = Array.from({ length: 30 }, (_, i) => [`testdata/alias${i}`, 'testdata/big'] as [string, string]);
+    let tried = 0;
+    const closed = new Set(aliases.map(([l]) => l));
+    expect(throughLinks({ entries, aliases, closed }, () => true, () => { tried++; return false; }, 10)).toEqual(new Map());
+    expect(tried).toBe(0);
+    // A link to testdata from where paths are selected makes them worth trying again.
+    const opened = [...aliases, ['envs/td', 'testdata'] as [string, string]];
+    const out = throughLinks({ entries, aliases: opened, closed }, () => true, (p) => p.startsWith('envs/'));
+    expect(out).toHaveProperty('size', 100);
+    expect(out instanceof Map ? out.get('testdata/big/f0.yaml') : out).toBe('envs/td/big/f0.yaml');
   });
 
   it('gives up past its budget of paths (thousands of links to a folder whose files no path selects)', () => {

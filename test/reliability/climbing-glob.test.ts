@@ -592,6 +592,21 @@ describe('a file the globs select only by its path through a link to a folder li
     }
   });
 
+  it('diff --base --dir X, X a loop only at the base: a warning that the base cannot be listed, naming the link, and everything counts as added', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!archive/**']), 'tenants/acme/a.yaml': fw('1.0.0'), 'archive/s.yaml': fw('2.0.0') });
+    symlinkSync('.', join(repo, 'tenants/evil'));
+    commitAll(repo);
+    execFileSync('rm', [join(repo, 'tenants/evil')]);
+    writeFileSync(join(repo, 'tenants/acme/e.yaml'), fw('3.0.0'));
+    execFileSync('mkdir', [join(repo, 'tenants/evil')]);
+    execFileSync('mv', [join(repo, 'tenants/acme/e.yaml'), join(repo, 'tenants/evil/e.yaml')]);
+    const r = await runCli(['--dir', 'tenants/evil', 'diff', '--base', 'HEAD'], { cwd: repo });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain('+ firmware "3.0.0"');
+    expect(r.stderr).toMatch(/the desired state at HEAD has 1 problem\(s\), e\.g\. HEAD:1:1: its files cannot be listed: tenants\/evil: this symbolic link leads to .*\(a loop\)/);
+    expect(r.stdout + r.stderr).not.toContain('2.0.0');
+  });
+
   it('a loop by the path as walked: with envs/prod -> ../shared/prod, shared/prod/up -> ../../envs reads nothing more', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['envs/prod/**/*.yaml']), 'shared/prod/a.yaml': fw('1.0.0'), 'envs/staging/s.yaml': fw('5.0.0') });
     symlinkSync('../shared/prod', join(repo, 'envs/prod'));
@@ -600,7 +615,7 @@ describe('a file the globs select only by its path through a link to a folder li
     expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
   });
 
-  it('links with long names fanning out: bounded by the text of the paths tried too, refused in one sentence', async () => {
+  it('links with long names fanning out, the walk\'s first paths all excluded: the one selected path is found, in time (it took 25 s and 1.95 GB at six levels)', async () => {
     const long = 'a'.repeat(200);
     const files: Record<string, string> = { 'dus-sync.yaml': config(['sel/**/*.yaml', '!sel/**/l[0-8]*/**']), 'x6/f.yaml': fw('1.0.0'), 'sel/.keep': '' };
     for (let i = 1; i < 6; i++) files[`x${i}/.keep`] = '';
@@ -610,8 +625,7 @@ describe('a file the globs select only by its path through a link to a folder li
     const started = Date.now();
     const r = await runCli(['validate'], { cwd: repo });
     expect(Date.now() - started).toBeLessThan(30_000);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error: \S+: this symbolic link leads to \S+, a folder read by that path, .*or remove links\n$/);
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
   });
 
   it('a path through two such links: read, and --dir on the way reads the same (envs/prod -> ../shared/prod, shared/prod/common -> ../common)', async () => {
