@@ -599,48 +599,33 @@ describe('a file the filter selects only through a link to a folder watched by i
     }, filter);
   });
 
+  /**
+   * envs/prod/a.yaml and envs/staging/s.yaml, with `links` ([target, path] from repo/) making a
+   * loop; watching envs/prod for its YAML files, an edit of staging must be no resource's.
+   */
+  const loopWatched = (prefix: string, realProd: string, links: [string, string][]) => withWatchedTemp(prefix, 50, async (dir) => {
+    await mkdir(join(dir, 'repo', realProd), { recursive: true });
+    await mkdir(join(dir, 'repo', 'envs', 'staging'), { recursive: true });
+    await writeFile(join(dir, 'repo', realProd, 'a.yaml'), 'a: 0\n');
+    await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 0\n');
+    for (const [target, at] of links) await symlink(target, join(dir, 'repo', at));
+    return join(dir, 'repo', 'envs', 'prod');
+  }, async (dir, pass) => {
+    await new Promise((r) => setTimeout(r, 300));
+    const n = pass.triggers.length;
+    await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 1\n');
+    await new Promise((r) => setTimeout(r, 800));
+    await writeFile(join(dir, 'repo', 'envs', 'prod', 'a.yaml'), 'a: 1\n');
+    await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the edit of envs/prod/a.yaml');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(pass.triggers.slice(n).flatMap((t) => t.files ?? [])).toEqual([join(dir, 'repo', 'envs', 'prod', 'a.yaml')]);
+  }, (p: string) => /\.ya?ml$/.test(p) && p.includes('/repo/envs/prod/'));
+
   it('a loop by the path as watched (envs/prod -> ../shared/prod, shared/prod/up -> ../../envs) is not watched either', async () => {
-    const build = async (dir: string) => {
-      await mkdir(join(dir, 'repo', 'shared', 'prod'), { recursive: true });
-      await mkdir(join(dir, 'repo', 'envs', 'staging'), { recursive: true });
-      await writeFile(join(dir, 'repo', 'shared', 'prod', 'a.yaml'), 'a: 0\n');
-      await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 0\n');
-      await symlink('../shared/prod', join(dir, 'repo', 'envs', 'prod'));
-      await symlink('../../envs', join(dir, 'repo', 'shared', 'prod', 'up'));
-      return join(dir, 'repo', 'envs', 'prod');
-    };
-    const filter = (p: string) => /\.ya?ml$/.test(p) && p.includes('/repo/envs/prod/');
-    await withWatchedTemp('dus-loop-walked-', 50, build, async (dir, pass) => {
-      await new Promise((r) => setTimeout(r, 300));
-      const n = pass.triggers.length;
-      await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 1\n');
-      await new Promise((r) => setTimeout(r, 800));
-      await writeFile(join(dir, 'repo', 'envs', 'prod', 'a.yaml'), 'a: 1\n');
-      await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the edit of envs/prod/a.yaml');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(pass.triggers.slice(n).flatMap((t) => t.files ?? [])).toEqual([join(dir, 'repo', 'envs', 'prod', 'a.yaml')]);
-    }, filter);
+    await loopWatched('dus-loop-walked-', 'shared/prod', [['../shared/prod', 'envs/prod'], ['../../envs', 'shared/prod/up']]);
   });
 
   it('a link to a folder above it (envs/prod/up -> ..) is a loop and not watched: an edit of envs/staging is no resource\'s', async () => {
-    const build = async (dir: string) => {
-      await mkdir(join(dir, 'repo', 'envs', 'prod'), { recursive: true });
-      await mkdir(join(dir, 'repo', 'envs', 'staging'), { recursive: true });
-      await writeFile(join(dir, 'repo', 'envs', 'prod', 'a.yaml'), 'a: 0\n');
-      await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 0\n');
-      await symlink('..', join(dir, 'repo', 'envs', 'prod', 'up'));
-      return join(dir, 'repo', 'envs', 'prod');
-    };
-    const filter = (p: string) => /\.ya?ml$/.test(p) && p.includes('/repo/envs/prod/');
-    await withWatchedTemp('dus-loop-up-', 50, build, async (dir, pass) => {
-      await new Promise((r) => setTimeout(r, 300));
-      const n = pass.triggers.length;
-      await writeFile(join(dir, 'repo', 'envs', 'staging', 's.yaml'), 's: 1\n');
-      await new Promise((r) => setTimeout(r, 800));
-      await writeFile(join(dir, 'repo', 'envs', 'prod', 'a.yaml'), 'a: 1\n');
-      await waitFor(() => pass.triggers.length > n, 5000, 'the pass for the edit of envs/prod/a.yaml');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(pass.triggers.slice(n).flatMap((t) => t.files ?? [])).toEqual([join(dir, 'repo', 'envs', 'prod', 'a.yaml')]);
-    }, filter);
+    await loopWatched('dus-loop-up-', 'envs/prod', [['..', 'envs/prod/up']]);
   });
 });
