@@ -111,7 +111,7 @@ export class Watcher {
    * The folders met again under another path, each with those paths (links to it): a file of
    * the folder is also the file under each link, which the globs may select where they leave
    * out its own path (`["**\/*.yaml", "!shared/**"]`, `envs/prod -> ../shared/prod`), as the
-   * loader reads it (src/load/find.ts, aliasPaths). Made afresh with realFolders.
+   * loader reads it (src/load/find.ts, throughLinks). Made afresh with realFolders.
    */
   private aliases = new Map<string, string[]>();
   private rootCheck: unknown;

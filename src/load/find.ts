@@ -82,7 +82,7 @@ export interface Found {
    * Links to folders that were not walked again because the walk had listed their folder by
    * another path (its own, usually): [the link's path, that path]. A file below it is also the
    * file below the link, which the globs may select when they leave out its own path
-   * (`["**\/*.yaml", "!shared/**"]` with `envs/prod -> ../shared/prod`): see aliasPaths.
+   * (`["**\/*.yaml", "!shared/**"]` with `envs/prod -> ../shared/prod`): see throughLinks.
    */
   readonly aliases: readonly (readonly [link: string, listedAs: string])[];
   /** The aliases' links below which an exclusion rules out every path (`!testdata/**`): no path through one is selected as it is. */
