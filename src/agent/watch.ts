@@ -10,6 +10,7 @@ import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../model/index.js';
 import { redact } from '../redact.js';
 import { isInside } from '../load/read-file.js';
+import { throughLinks } from '../load/find.js';
 import {
   isHealthy, systemTimers,
   type ObjectCounts, type PassOutcome, type PassResult, type PassTrigger, type ReconcilePass, type Timers, type TriggerReason,
@@ -402,25 +403,13 @@ export class Watcher {
 
   /**
    * `path` as a resource through links to folders above it that are watched by other paths, if
-   * the globs select it so: as the loader tries them (src/load/find.ts, throughLinks), breadth
-   * first, through each folder once, a few hundred paths at most for one event.
+   * the globs select it so: the loader's search (src/load/find.ts, throughLinks), on absolute
+   * paths, a few hundred paths at most for one event.
    */
   private throughLink(path: string): string | undefined {
-    const queue: { path: string; via: readonly string[] }[] = [{ path, via: [] }];
-    let tried = 0;
-    for (let q = 0; q < queue.length; q++) {
-      const at = queue[q]!;
-      for (const [folder, links] of this.aliases) {
-        if (!at.path.startsWith(folder + sep) || at.via.includes(folder)) continue;
-        const rest = at.path.slice(folder.length);
-        for (const link of links) {
-          if (++tried > MAX_EVENT_PATHS) return undefined;
-          if (this.filter(link + rest)) return link + rest;
-          queue.push({ path: link + rest, via: [...at.via, folder] });
-        }
-      }
-    }
-    return undefined;
+    const aliases = [...this.aliases].flatMap(([folder, links]) => links.map((link) => [link, folder] as const));
+    const found = throughLinks({ entries: [path], aliases }, () => true, this.filter, MAX_EVENT_PATHS);
+    return found === 'too-many' ? undefined : found.get(path);
   }
 
   private scheduleRewatch(path: string): void {
