@@ -12,7 +12,7 @@ import { isUtf8 } from 'node:buffer';
 import { closeSync, readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import { dirname, join } from 'node:path';
 import picomatch from 'picomatch';
-import { globMatcher } from './glob-match.js';
+import { folderMayHold, globMatcher } from './glob-match.js';
 import { globOf, isExclusion } from './resource-globs.js';
 import { isInside, openFolder, PROC_FD, procPath } from './read-file.js';
 import { lowerBound } from '../sorted.js';
@@ -113,10 +113,11 @@ export function scopesOf(patterns: readonly string[], under = ''): Scope[] {
       continue;
     }
     // Every '/' of the glob part may be one level (a brace or extglob may hold fewer): never too shallow.
-    // An extglob holding a '/' (`+(*/)*.yaml`) repeats folders: any depth.
-    // picomatch's scan stops at the first wildcard, so its isExtglob misses `*/+(*/)f.yaml`: any
-    // repeating extglob with a '/' after its '(' counts.
-    const anyDepth = scan.glob.includes('**') || /[+*]\([^]*\//.test(scan.glob);
+    // A repeating extglob holding a '/' (`+(*/)*.yaml`) repeats folders: any depth. picomatch's
+    // scan splits the glob at the slashes outside braces, extglobs and classes, so a '/' in a part
+    // is inside one of those; `envs/+(prod|qa)/*.yaml` holds none, and reaches two levels.
+    const parts = picomatch.scan(p, { parts: true }).parts ?? [p];
+    const anyDepth = scan.glob.includes('**') || parts.some((part) => part.includes('/') && /[+*]\(/.test(part));
     scopes.push({ dir: scan.base, depth: anyDepth ? Infinity : scan.glob.split('/').length });
   }
   if (under !== '') return foldScopes(scopes.flatMap((s) => clip(s, under)));
@@ -199,6 +200,9 @@ export function findCandidates(opts: FindOptions): Found {
   const negatives = opts.patterns.filter(isExclusion).map(globOf);
   const excluded = globMatcher(negatives);
   const excludedBelow = wholeFolderExclusion(negatives);
+  // Whether a path below a folder may be selected: a link the walk does not follow is reported
+  // only then (a dangling envs/dev is nothing to `envs/+(prod|qa)/*.yaml`).
+  const mayHold = folderMayHold(opts.patterns.filter((p) => !isExclusion(p)));
   const entries = new Set<string>();
   const regular = new Set<string>();
   const unwalked = new Set<string>();
@@ -280,7 +284,7 @@ export function findCandidates(opts: FindOptions): Found {
           }
         }
         // A dangling link may have been meant as a folder of resources: report it when it could be one.
-        if (target === undefined && depth > 1 && !excluded(path)) unwalked.add(path);
+        if (target === undefined && depth > 1 && !excluded(path) && mayHold(path)) unwalked.add(path);
         return;
       }
       if (depth <= 1) return;
@@ -297,7 +301,7 @@ export function findCandidates(opts: FindOptions): Found {
       // real one: with envs/prod -> ../shared/prod, shared/prod/up -> ../../envs is one too.
       // (One out of the repository, `evil -> /`, is reported as such first.)
       if (!mayFollow(real)) {
-        if (!excluded(path)) unwalked.add(path);
+        if (!excluded(path) && mayHold(path)) unwalked.add(path);
         return;
       }
       if (onPath(real, parent)) return;

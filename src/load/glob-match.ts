@@ -177,3 +177,119 @@ export function globMatcher(globs: readonly string[]): (path: string) => boolean
     return false;
   };
 }
+
+/** Most alternatives a glob's braces are expanded into by folderMayHold; past it, any folder may hold a match. */
+const MAX_ALTERNATIVES = 256;
+
+/**
+ * The glob's alternatives with its braces that hold a comma expanded (`envs/{prod/x,qa}/*.yaml` is
+ * `envs/prod/x/*.yaml` and `envs/qa/*.yaml`), as picomatch reads them: escapes and classes are
+ * skipped, a brace without a comma (`{a}`, a range `{1..3}`) stays as it is, and so does any
+ * brace inside an extglob's parentheses (`+(a|{b,c})` repeats `b` and `c` together). undefined
+ * past `limit` alternatives.
+ */
+export function expandBraces(glob: string, limit = MAX_ALTERNATIVES): string[] | undefined {
+  const out: string[] = [];
+  const queue = [glob];
+  while (queue.length > 0) {
+    const g = queue.pop()!;
+    const brace = firstBrace(g);
+    if (brace === undefined) {
+      out.push(g);
+      if (out.length > limit) return undefined;
+      continue;
+    }
+    const [open, commas, close] = brace;
+    const before = g.slice(0, open);
+    const after = g.slice(close + 1);
+    const cuts = [open, ...commas, close];
+    for (let i = cuts.length - 2; i >= 0; i--) queue.push(before + g.slice(cuts[i]! + 1, cuts[i + 1]) + after);
+    if (out.length + queue.length > limit) return undefined;
+  }
+  return out;
+}
+
+/** The first brace outside extglobs with a comma at its own level: [its '{', those commas, its '}']. */
+function firstBrace(g: string): [number, number[], number] | undefined {
+  let parens = 0;
+  for (let i = 0; i < g.length; i++) {
+    const c = g[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') i = classEnd(g, i);
+    else if (c === '(') parens++;
+    else if (c === ')') parens = Math.max(0, parens - 1);
+    else if (c === '{' && parens === 0) {
+      const commas: number[] = [];
+      let depth = 0;
+      let inner = 0;
+      for (let j = i + 1; j < g.length; j++) {
+        const d = g[j]!;
+        if (d === '\\') j++;
+        else if (d === '[') j = classEnd(g, j);
+        else if (d === '(') inner++;
+        else if (d === ')') inner = Math.max(0, inner - 1);
+        else if (d === '{') depth++;
+        else if (d === '}') {
+          if (depth > 0) depth--;
+          else {
+            if (commas.length > 0) return [i, commas, j];
+            break;
+          }
+        } else if (d === ',' && depth === 0 && inner === 0) commas.push(j);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Where the class opened at `at` ends (its ']'), as picomatch reads it; `at` itself when it is not closed. */
+function classEnd(g: string, at: number): number {
+  let j = at + 1;
+  if (g[j] === '!' || g[j] === '^') j++;
+  if (g[j] === ']') j++;
+  while (j < g.length && g[j] !== ']') j += g[j] === '\\' ? 2 : 1;
+  return j < g.length ? j : at;
+}
+
+/**
+ * A predicate on folders (relative paths, posix, as listed): false when no path below the folder
+ * can match any of the positive `globs`, true when one may. Used to decide whether a link the
+ * walk does not follow (dangling, or out of the repository) could have been meant as a folder of
+ * resources: `envs/dev` cannot be for `envs/+(prod|qa)/*.yaml`. Exact for globs whose parts
+ * between slashes hold none (once braces are expanded); from a part holding a '/' (an extglob
+ * with one, an escaped one) or a `**` on, any folder may.
+ */
+export function folderMayHold(globs: readonly string[]): (folder: string) => boolean {
+  const alternatives: (readonly string[])[] = [];
+  let any = false;
+  for (const g of globs) {
+    const expanded = expandBraces(g);
+    if (expanded === undefined) any = true;
+    else for (const a of expanded) alternatives.push(picomatch.scan(a, { parts: true }).parts ?? [a]);
+  }
+  const segment = new Map<string, (name: string) => boolean>();
+  const matches = (part: string, name: string): boolean => {
+    let m = segment.get(part);
+    if (m === undefined) {
+      const scan = picomatch.scan(part, { unescape: true });
+      const literal = scan.base;
+      m = scan.isGlob ? globMatcher([part]) : (n) => n === literal;
+      segment.set(part, m);
+    }
+    return m(name);
+  };
+  return (folder) => {
+    if (any) return true;
+    const names = folder === '' ? [] : folder.split('/');
+    return alternatives.some((parts) => {
+      for (let i = 0; i < names.length; i++) {
+        const part = parts[i];
+        if (part === undefined) return false;
+        if (part.includes('/') || part.includes('**')) return true;
+        if (i === parts.length - 1) return false; // the part of the file's own name
+        if (!matches(part, names[i]!)) return false;
+      }
+      return parts.length > names.length;
+    });
+  };
+}

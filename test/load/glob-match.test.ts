@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import { BACKTRACKS_BEFORE_LINEAR, globMatcher, globRegExp, hasLookaround, isBounded } from '../../src/load/glob-match.js';
+import { BACKTRACKS_BEFORE_LINEAR, expandBraces, folderMayHold, globMatcher, globRegExp, hasLookaround, isBounded } from '../../src/load/glob-match.js';
 import { globProblem } from '../../src/load/resource-globs.js';
 
 // A small alphabet, so that the globs' letters (a, b, x) match often.
@@ -91,5 +91,53 @@ describe('glob matchers without picomatch\'s guards', () => {
       '**/*.+(yaml|yml)', 'releases/{2023..2025}/*.yaml', 'tenants/**/*.[yY][aA][mM][lL]', '*.yaml', 'x/{a,b}.yaml', 'tenants/*.{yaml,yml}', '{a,b}/{c,d}/{e,f}/*.yaml', 'a/*-prod*.yaml',
       'envs/**/firmware.yaml', '../shared/*.yaml', 'tenants/**/!README.yaml', 'tenants/x[0-9][0-9].yaml', 'tenants/report (1).yaml', 'tenants/v\\(2.yaml', `{${Array.from({ length: 300 }, (_, i) => `t${i}`).join(',')}}/*.yaml`];
     for (const g of ok) expect([g, globProblem(g)]).toEqual([g, undefined]);
+  });
+});
+
+// A breaker's find: a dangling link in envs/dev refused a run of `envs/+(prod|qa)/*.yaml`, which
+// can match nothing below envs/dev: the walk took any extglob before a '/' to reach every depth,
+// and reported every link it did not follow. Links not followed are reported only below a folder
+// some glob may still match in (src/load/find.ts).
+describe('whether a folder may hold a path a glob matches', () => {
+  it('never says no where the load\'s matcher (picomatch\'s, above) selects a path below the folder', () => {
+    let yes = 0;
+    fc.assert(fc.property(globAndPaths, ([g, paths]) => {
+      const selects = globMatcher([g]);
+      const mayHold = folderMayHold([g]);
+      for (const p of paths) {
+        const names = p.split('/');
+        if (!selects(p)) continue;
+        for (let k = 1; k < names.length; k++) {
+          const folder = names.slice(0, k).join('/');
+          expect([g, p, folder, mayHold(folder)]).toEqual([g, p, folder, true]);
+          yes++;
+        }
+      }
+    }), { numRuns: Number(process.env.GLOB_RUNS ?? 3000) });
+    expect(yes).toBeGreaterThan(100);
+  });
+
+  it('says no for folders no path below can match, through braces and extglobs without a "/"', () => {
+    const cases: [string, string, boolean][] = [
+      ['envs/+(prod|qa)/*.yaml', 'envs', true], ['envs/+(prod|qa)/*.yaml', 'envs/prod', true], ['envs/+(prod|qa)/*.yaml', 'envs/qaprod', true],
+      ['envs/+(prod|qa)/*.yaml', 'envs/dev', false], ['envs/+(prod|qa)/*.yaml', 'envs/prod/x', false], ['envs/+(prod|qa)/*.yaml', 'other', false],
+      ['envs/{prod/x,qa}/*.yaml', 'envs/prod', true], ['envs/{prod/x,qa}/*.yaml', 'envs/prod/x', true], ['envs/{prod/x,qa}/*.yaml', 'envs/qa', true],
+      ['envs/{prod/x,qa}/*.yaml', 'envs/dev', false], ['envs/{prod/x,qa}/*.yaml', 'envs/prod/y', false], ['envs/{prod/x,qa}/*.yaml', 'envs/qa/x', false],
+      ['envs/@(prod)/*.yaml', 'envs/dev', false], ['envs/*/*.yaml', 'envs/dev', true], ['envs/*/*.yaml', 'envs/dev/x', false],
+      ['tenants/**/*.yaml', 'tenants/a/b/c', true], ['tenants/**/*.yaml', 'shared', false], ['*.yaml', 'a', false],
+      ['*/+(*/)f.yaml', 'a/b/c', true], ['envs/+(a|{b/c,d})/*.yaml', 'envs/x', true], ['v\\[1\\]/*.yaml', 'v[1]', true], ['v\\[1\\]/*.yaml', 'v1', false],
+    ];
+    for (const [g, folder, may] of cases) expect([g, folder, folderMayHold([g])(folder)]).toEqual([g, folder, may]);
+    expect(folderMayHold(['envs/+(prod|qa)/*.yaml', 'envs/dev/*.yaml'])('envs/dev')).toBe(true);
+  });
+
+  it('expands braces as picomatch reads them, and gives up past 256 alternatives', () => {
+    expect(expandBraces('envs/{prod/x,qa}/*.yaml')).toEqual(['envs/prod/x/*.yaml', 'envs/qa/*.yaml']);
+    expect(expandBraces('{a,{b,c}/d}/x')).toEqual(['a/x', 'b/d/x', 'c/d/x']);
+    expect(expandBraces('a{,b}/x')).toEqual(['a/x', 'ab/x']);
+    for (const g of ['\\{a,b}/x', '[{]a,b}/x', '+(a|{b,c})/x', '{1..3}/x', '{a}/x']) expect(expandBraces(g)).toEqual([g]);
+    expect(expandBraces('{a,b}'.repeat(8))).toHaveLength(256);
+    expect(expandBraces('{a,b}'.repeat(9))).toBeUndefined();
+    expect(folderMayHold(['{a,b}'.repeat(9) + '/x.yaml'])('zzz')).toBe(true);
   });
 });

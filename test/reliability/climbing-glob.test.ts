@@ -701,3 +701,37 @@ describe('an exclusion YAML reads as a tag', () => {
     expect(r.stdout + r.stderr).toContain('resources[1] is empty: YAML reads !archive/** as a tag, not as text; quote it, as in "!archive/**"');
   });
 });
+
+// A breaker's find: a glob with a repeating extglob (`envs/+(prod|qa)/*.yaml`) was taken to reach
+// every folder below envs, and any glob to reach every folder as deep as its slashes, so a
+// dangling link, or a link out of the repository, in envs/dev refused the run, though no path
+// there can match. Such links are reported only where some glob may match a path below them.
+describe('a link the walk does not follow, where no glob can match below it', () => {
+  const layouts: [string, string][] = [['envs/+(prod|qa)/*.yaml', 'envs/prod/a.yaml'], ['envs/{prod/x,qa}/*.yaml', 'envs/prod/x/a.yaml'], ['envs/{prod,qa}/*.yaml', 'envs/qa/a.yaml'], ['envs/@(prod)/*.yaml', 'envs/prod/a.yaml']];
+  for (const [glob, file] of layouts) {
+    it(`${glob}: a dangling envs/dev2, envs/dev/gone and a link out envs/dev3 -> / are nothing to it`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config([glob]), [file]: firmware('1.0.0'), 'envs/dev/b.yaml': firmware('2.0.0') });
+      symlinkSync('/nonexistent-dus-sync', join(repo, 'envs/dev2'));
+      symlinkSync('/nonexistent-dus-sync', join(repo, 'envs/dev/gone'));
+      symlinkSync('/', join(repo, 'envs/dev3'));
+      const r = await runCli(['validate'], { cwd: repo });
+      expect([glob, r.code, r.stdout + r.stderr]).toEqual([glob, 0, '1 file, 1 document: valid\n']);
+      commitAll(repo);
+      const d = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+      expect([glob, d.code, d.stderr]).toEqual([glob, 0, '']);
+    });
+  }
+
+  it('where a glob may match below it, it is still reported: envs/qa dangling, envs/prod/x a link out', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['envs/+(prod|qa)/*.yaml']), 'envs/prod/a.yaml': firmware('1.0.0') });
+    symlinkSync('/nonexistent-dus-sync', join(repo, 'envs/qa'));
+    let r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toContain('envs/qa:1:1: this symbolic link points to /nonexistent-dus-sync, which does not exist');
+    const other = tree({ 'dus-sync.yaml': config(['envs/{prod/x,qa}/*.yaml']), 'envs/prod/a.yaml': firmware('1.0.0') });
+    symlinkSync('/', join(other, 'envs/prod/x'));
+    r = await runCli(['validate'], { cwd: other });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/envs\/prod\/x:1:1: .*outside/);
+  });
+});
