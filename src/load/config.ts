@@ -13,7 +13,7 @@ import { isEnvName, registerKeysOfRawConfig } from './keys.js';
 import { holdsWholeKey, redact } from '../redact.js';
 import { yamlPosition, type Position } from './documents.js';
 import { schemaIssues, scanNodes, validator } from './schema-check.js';
-import { isInside, printable, readRegularFile } from './read-file.js';
+import { isInside, printable, readRegularFile, whyNotAFolder } from './read-file.js';
 import { folderAsConfig } from './config-source.js';
 import { cleanConfigValue } from './config-fast-path.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource } from './yaml-source.js';
@@ -130,6 +130,12 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   registerKeysOfRawConfig(undefined, undefined, opts.env);
   // An empty --dir (an unset variable in a script: --dir "$DIR") is not the working folder.
   if (opts.dir !== undefined && opts.dir.trim() === '') throw new UserError('--dir is empty: name the folder of the desired-state files, or leave --dir out to use the working folder');
+  // `..` is taken textually below, as the shell's `cd` does; the kernel takes it after the name
+  // before it, which must then be a folder: `--dir file.yaml/..` or `--dir gone/..` names nothing.
+  if (opts.dir !== undefined && /(?:^|\/)\.\.(?:\/|$)/.test(opts.dir)) {
+    const why = whyNotAFolder(opts.dir.startsWith('/') ? opts.dir : `${opts.cwd.replace(/\/+$/, '')}/${opts.dir}`);
+    if (why !== undefined) throw new UserError(`--dir ${printable(opts.dir)} names no folder: ${why}; name the folder of the desired-state files`);
+  }
   const reading = readPolicyFromEnv(opts.env);
   if (!reading.followExternalSymlinks) {
     // A path named inside the working folder (`--dir tenants`, `--config cfg/dus-sync.yaml`) is

@@ -17,7 +17,7 @@ import { findCandidates, MAX_LINK_PATHS, throughLinks, type WalkFs } from './fin
 import { globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
 import { globOf, globProblem, globsProblem, isExclusion, reachesOutside } from './resource-globs.js';
-import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
+import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, whyNotAFolder, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
 import { findSlips, scanNodes, schemaIssues, validator } from './schema-check.js';
 import { issueAt, MAX_ALIAS_COUNT, offsetOf, parseYamlSource, type YamlSource } from './yaml-source.js';
 import { tenantFold } from '../tenant.js';
@@ -197,7 +197,10 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
     if (!st.isDirectory()) throw new UserError(`${config.dir} is not a folder; --dir takes the folder of the desired-state files`);
   } catch (err) {
     if (err instanceof UserError) throw err;
-    throw new UserError(`the folder ${config.dir} does not exist; check --dir or the location of dus-sync.yaml`);
+    // A dangling link or a loop of links on the way is named, not taken for a missing folder.
+    const why = whyNotAFolder(config.dir);
+    if (why === undefined || why === `${printable(config.dir)} does not exist`) throw new UserError(`the folder ${config.dir} does not exist; check --dir or the location of dus-sync.yaml`);
+    throw new UserError(`the folder ${config.dir} cannot be read: ${why}; check --dir or the location of dus-sync.yaml`);
   }
   return listIn(config);
 }
@@ -258,7 +261,7 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
     const through = throughLinks(found, (e) => !selected.has(fromDir(e)), (p) => selects(fromDir(p)));
     if (through === 'too-many') {
       const [link, listedAs] = found.aliases[0]!;
-      throw new UserError(`${displayPath(config, fromDir(link))}: this symbolic link leads to ${displayPath(config, fromDir(listedAs))}, a folder read by that path, and with the ${found.aliases.length.toLocaleString('en-US')} links like it makes more than ${MAX_LINK_PATHS.toLocaleString('en-US')} paths (or 64 MiB of them) to try for files the globs leave out by their own paths; dus-sync tries such paths through links, and stops there: name the real folders in "resources" of ${configShown(config)}, or remove links`);
+      throw new UserError(`${displayPath(config, fromDir(link))}: this symbolic link leads to ${displayPath(config, fromDir(listedAs))}, a folder listed by its own path (whether the globs select it there or not), and with the ${found.aliases.length.toLocaleString('en-US')} links like it makes more than ${MAX_LINK_PATHS.toLocaleString('en-US')} paths (or 64 MiB of them) to try for files the globs leave out by their own paths; dus-sync tries such paths through links, and stops there: name the real folders in "resources" of ${configShown(config)}, or remove links`);
     }
     for (const [e, p] of through) {
       if (realOf.has(p) || selected.has(fromDir(p))) continue;

@@ -372,3 +372,38 @@ function readOpened(path: string, opts: ReadOptions, listed: boolean): ReadResul
     closeSync(fd);
   }
 }
+
+/**
+ * Why the folder at `path` cannot be gone into, as the kernel goes (each name in turn, `..` after
+ * the name before it, not textually): the first name on the way that does not exist, is not a
+ * folder, is a dangling link or a loop of links; undefined when it can be. `path` is absolute.
+ */
+export function whyNotAFolder(path: string): string | undefined {
+  try {
+    if (statSync(path).isDirectory()) return undefined;
+  } catch {
+    // below: which name on the way
+  }
+  const names = path.split('/').slice(1);
+  let prefix = '';
+  for (let i = 0; i < names.length; i++) {
+    if (names[i] === '') continue;
+    prefix += `/${names[i]}`;
+    let link: string | undefined;
+    try {
+      if (lstatSync(prefix).isSymbolicLink()) link = readlinkSync(prefix);
+    } catch {
+      return `${printable(prefix)} does not exist`;
+    }
+    try {
+      if (statSync(prefix).isDirectory()) continue;
+      return `${printable(prefix)} is not a folder`;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (link !== undefined && code === 'ELOOP') return `${printable(prefix)} is a symbolic link to ${JSON.stringify(printable(link))} that leads back to itself (a loop of links)`;
+      if (link !== undefined) return `${printable(prefix)} is a symbolic link to ${JSON.stringify(printable(link))}, which does not exist`;
+      return `${printable(prefix)} cannot be read (${code ?? 'error'})`;
+    }
+  }
+  return `${printable(path)} is not a folder`;
+}

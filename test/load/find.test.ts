@@ -96,7 +96,7 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     // (`!envs/**/*.yaml`, not `!envs/**`: a link in a folder an exclusion rules out whole gives no path to try.)
     const dir = repo('resources: ["**/*.yaml", "!shared/**", "!envs/**/*.yaml"]\n', files, links);
     const started = Date.now();
-    await expect(listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).rejects.toThrow(/envs\/l0: this symbolic link leads to \S*shared\/big, a folder read by that path, and with the 1,001 links like it makes more than 250,000 paths \(or 64 MiB of them\) to try .*name the real folders in "resources" of \S*dus-sync.yaml, or remove links$/);
+    await expect(listResourceFiles(await resolveConfig({ cwd: dir, env: {} }))).rejects.toThrow(/envs\/l0: this symbolic link leads to \S*shared\/big, a folder listed by its own path \(whether the globs select it there or not\), and with the 1,001 links like it makes more than 250,000 paths \(or 64 MiB of them\) to try .*name the real folders in "resources" of \S*dus-sync.yaml, or remove links$/);
     expect(Date.now() - started).toBeLessThan(60_000);
   });
 
@@ -120,6 +120,18 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
   it('an empty --dir (an unset variable) is refused, not taken for the working folder', async () => {
     await expect(resolveConfig({ cwd: tmp, dir: '', env: {} })).rejects.toThrow('--dir is empty');
     await expect(resolveConfig({ cwd: tmp, dir: ' ', env: {} })).rejects.toThrow('--dir is empty');
+  });
+
+  it('--dir through a dangling link or a loop of links names the link; --dir file.yaml/.. and gone/.. name nothing, as for the kernel', async () => {
+    const dir = repo('default_tenant: acme\n', { 'tenants/a.yaml': '' }, { 'tenants/dang': 'gone', 'tenants/loop1': 'loop2', 'tenants/loop2': 'loop1' });
+    const list = async (d: string) => listResourceFiles(await resolveConfig({ cwd: dir, dir: d, env: {} }));
+    await expect(list('tenants/dang')).rejects.toThrow(/tenants\/dang cannot be read: \S*tenants\/dang is a symbolic link to "gone", which does not exist; check --dir/);
+    await expect(list('tenants/dang/x')).rejects.toThrow(/tenants\/dang\/x cannot be read: \S*tenants\/dang is a symbolic link to "gone", which does not exist/);
+    await expect(list('tenants/loop1')).rejects.toThrow(/tenants\/loop1 is a symbolic link to "loop2" that leads back to itself \(a loop of links\)/);
+    await expect(list('tenants/missing')).rejects.toThrow(/the folder \S*tenants\/missing does not exist; check --dir/);
+    await expect(list('tenants/a.yaml/..')).rejects.toThrow(/^--dir tenants\/a.yaml\/.. names no folder: \S*tenants\/a.yaml is not a folder; name the folder/);
+    await expect(list('tenants/gone/..')).rejects.toThrow(/^--dir tenants\/gone\/.. names no folder: \S*tenants\/gone does not exist/);
+    expect(await list('tenants/../tenants')).toEqual(['a.yaml', 'dang', 'loop1', 'loop2']);
   });
 
   it('a repository reached through a link (git-sync swaps one) is read as usual', async () => {
