@@ -243,7 +243,7 @@ function firstBrace(g: string): [number, number[], number] | undefined {
 }
 
 /** Where the class opened at `at` ends (its ']'), as picomatch reads it; `at` itself when it is not closed. */
-function classEnd(g: string, at: number): number {
+export function classEnd(g: string, at: number): number {
   let j = at + 1;
   if (g[j] === '!' || g[j] === '^') j++;
   if (g[j] === ']') j++;

@@ -6,7 +6,7 @@
 // (`!(tenants)/*.yaml`, picomatch's "anything but tenants").
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
-import { globRegExp, isBounded } from './glob-match.js';
+import { classEnd, globRegExp, isBounded } from './glob-match.js';
 
 /** Longer globs are refused (picomatch's own limit is 65,536 characters, with a message naming no file). */
 export const MAX_GLOB_LENGTH = 4096;
@@ -78,11 +78,8 @@ function classes(glob: string): string[] {
       continue;
     }
     if (glob[i] !== '[') continue;
-    let j = i + 1;
-    if (glob[j] === '!' || glob[j] === '^') j++;
-    if (glob[j] === ']') j++;
-    while (j < glob.length && glob[j] !== ']') j += glob[j] === '\\' ? 2 : 1;
-    if (j >= glob.length) break;
+    const j = classEnd(glob, i);
+    if (j === i) break;
     out.push(glob.slice(i, j + 1));
     i = j;
   }
