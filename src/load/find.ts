@@ -203,6 +203,14 @@ export function findCandidates(opts: FindOptions): Found {
   // Whether a path below a folder may be selected: a link the walk does not follow is reported
   // only then (a dangling envs/dev is nothing to `envs/+(prod|qa)/*.yaml`).
   const mayHold = folderMayHold(opts.patterns.filter((p) => !isExclusion(p)));
+  // Those no glob may select a path below by their own path: one may through a link to a folder
+  // above them (envs/qa -> prod, with envs/{prod,qa/overrides}/*.yaml and envs/prod/overrides
+  // dangling), which the walk knows of only at its end.
+  const quiet: string[] = [];
+  const unfollowed = (path: string): void => {
+    if (mayHold(path)) unwalked.add(path);
+    else quiet.push(path);
+  };
   const entries = new Set<string>();
   const regular = new Set<string>();
   const unwalked = new Set<string>();
@@ -284,7 +292,7 @@ export function findCandidates(opts: FindOptions): Found {
           }
         }
         // A dangling link may have been meant as a folder of resources: report it when it could be one.
-        if (target === undefined && depth > 1 && !excluded(path) && mayHold(path)) unwalked.add(path);
+        if (target === undefined && depth > 1 && !excluded(path)) unfollowed(path);
         return;
       }
       if (depth <= 1) return;
@@ -301,7 +309,7 @@ export function findCandidates(opts: FindOptions): Found {
       // real one: with envs/prod -> ../shared/prod, shared/prod/up -> ../../envs is one too.
       // (One out of the repository, `evil -> /`, is reported as such first.)
       if (!mayFollow(real)) {
-        if (!excluded(path) && mayHold(path)) unwalked.add(path);
+        if (!excluded(path)) unfollowed(path);
         return;
       }
       if (onPath(real, parent)) return;
@@ -327,8 +335,14 @@ export function findCandidates(opts: FindOptions): Found {
         real = next;
         chain = { real, up: chain };
       }
-    } catch {
-      continue; // no such folder (or a loop on the way): nothing to find
+    } catch (err) {
+      // No such folder: nothing to find, unless a dangling link on the way was meant to lead to
+      // one (`envs/qa/*.yaml` with envs/qa -> a folder that is gone): reported, as below it.
+      if (!(err instanceof LoopOnTheWay)) {
+        const link = danglingOnTheWay(fs, opts.base, scope.dir);
+        if (link !== undefined && !excluded(link)) unwalked.add(link);
+      }
+      continue;
     }
     // A glob that climbs out of the repository is refused before the walk (listWithTypes), unless
     // --follow-external-symlinks; whatever gets here, a folder outside is not walked.
@@ -339,7 +353,30 @@ export function findCandidates(opts: FindOptions): Found {
     walk(scope.dir, real, scope.depth, chain, real !== join(opts.realRoot, scope.dir));
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth, pending[i]!.parent);
   }
+  if (quiet.length > 0 && aliases.length > 0) {
+    const through = throughLinks({ entries: quiet, aliases, closed }, () => true, (p) => !excluded(p) && mayHold(p));
+    for (const q of quiet) if (through === 'too-many' || through.has(q)) unwalked.add(q);
+  }
   return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases, closed, undecodableExcluded: [...undecodableExcluded].sort(), loops };
+}
+
+/** The first name on the way to `dir` (relative to `base`) that is a link to nothing, or undefined. */
+function danglingOnTheWay(fs: WalkFs, base: string, dir: string): string | undefined {
+  let prefix = '';
+  for (const name of dir === '' ? [] : dir.split('/')) {
+    const parent = prefix;
+    prefix = parent === '' ? name : `${parent}/${name}`;
+    if (name === '..' || name === '.') continue;
+    if (fs.kind(join(base, prefix)) === 'folder') continue;
+    try {
+      const listed = fs.list(join(base, parent), fs.realpath(join(base, parent)));
+      const entry = Array.isArray(listed) ? listed.find((d) => d.name === name) : undefined;
+      return entry?.isSymbolicLink() === true && fs.kind(join(base, prefix)) === undefined ? prefix : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 /**

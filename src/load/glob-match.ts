@@ -182,11 +182,14 @@ export function globMatcher(globs: readonly string[]): (path: string) => boolean
 const MAX_ALTERNATIVES = 256;
 
 /**
- * The glob's alternatives with its braces that hold a comma expanded (`envs/{prod/x,qa}/*.yaml` is
+ * The glob's alternatives with its braces that hold a '/' expanded (`envs/{prod/x,qa}/*.yaml` is
  * `envs/prod/x/*.yaml` and `envs/qa/*.yaml`), as picomatch reads them: escapes and classes are
- * skipped, a brace without a comma (`{a}`, a range `{1..3}`) stays as it is, and so does any
- * brace inside an extglob's parentheses (`+(a|{b,c})` repeats `b` and `c` together). undefined
- * past `limit` alternatives.
+ * skipped, and a brace stays as it is (read within its part by picomatch, or taken to reach
+ * anywhere from there when it holds a '/') when it holds no comma (`{a}`, a range), no '/', or
+ * what picomatch reads differently alone than beside the brace: a parenthesis or `|` inside it,
+ * an extglob's character next to it (`{prod,+(qa)}?` is "prod or qa…, then one character", and
+ * `+(qa)?` alone is not), or when it lies inside an extglob (`+(a|{b,c})` repeats `b` and `c`
+ * together). undefined past `limit` alternatives.
  */
 export function expandBraces(glob: string, limit = MAX_ALTERNATIVES): string[] | undefined {
   const out: string[] = [];
@@ -209,7 +212,10 @@ export function expandBraces(glob: string, limit = MAX_ALTERNATIVES): string[] |
   return out;
 }
 
-/** The first brace outside extglobs with a comma at its own level: [its '{', those commas, its '}']. */
+/** Characters that make picomatch read what is next to them as an extglob, or a group. */
+const EXTGLOB_NEIGHBOURS = new Set(['?', '*', '+', '@', '!', '(', ')', '|']);
+
+/** The first brace to expand (expandBraces): [its '{', the commas at its own level, its '}']. */
 function firstBrace(g: string): [number, number[], number] | undefined {
   let parens = 0;
   for (let i = 0; i < g.length; i++) {
@@ -221,22 +227,25 @@ function firstBrace(g: string): [number, number[], number] | undefined {
     else if (c === '{' && parens === 0) {
       const commas: number[] = [];
       let depth = 0;
-      let inner = 0;
-      for (let j = i + 1; j < g.length; j++) {
+      let plain = true;
+      let slash = false;
+      let j = i + 1;
+      for (; j < g.length; j++) {
         const d = g[j]!;
         if (d === '\\') j++;
         else if (d === '[') j = classEnd(g, j);
-        else if (d === '(') inner++;
-        else if (d === ')') inner = Math.max(0, inner - 1);
+        else if (d === '(' || d === ')' || d === '|') plain = false;
+        else if (d === '/') slash = true;
         else if (d === '{') depth++;
         else if (d === '}') {
-          if (depth > 0) depth--;
-          else {
-            if (commas.length > 0) return [i, commas, j];
-            break;
-          }
-        } else if (d === ',' && depth === 0 && inner === 0) commas.push(j);
+          if (depth === 0) break;
+          depth--;
+        } else if (d === ',' && depth === 0) commas.push(j);
       }
+      if (j >= g.length) return undefined; // not closed: picomatch reads it as a character
+      const safe = plain && !EXTGLOB_NEIGHBOURS.has(g[i - 1] ?? '') && !EXTGLOB_NEIGHBOURS.has(g[j + 1] ?? '');
+      if (commas.length > 0 && slash && safe) return [i, commas, j];
+      i = j; // nothing inside it is expanded either
     }
   }
   return undefined;
@@ -249,6 +258,11 @@ export function classEnd(g: string, at: number): number {
   if (g[j] === ']') j++;
   while (j < g.length && g[j] !== ']') j += g[j] === '\\' ? 2 : 1;
   return j < g.length ? j : at;
+}
+
+/** The glob with a leading '!' escaped, unless it opens an extglob (`!(a)`). */
+function literalBang(glob: string): string {
+  return glob.startsWith('!') && !glob.startsWith('!(') ? `\\${glob}` : glob;
 }
 
 /**
@@ -265,7 +279,9 @@ export function folderMayHold(globs: readonly string[]): (folder: string) => boo
   for (const g of globs) {
     const expanded = expandBraces(g);
     if (expanded === undefined) any = true;
-    else for (const a of expanded) alternatives.push(picomatch.scan(a, { parts: true }).parts ?? [a]);
+    // A '!' that starts an alternative (`{!legacy,prod}/*.yaml`) or a part (`envs/*/!x/*.yaml`) is
+    // the character to picomatch there, not the "every file but" it is alone: escaped for it.
+    else for (const a of expanded) alternatives.push((picomatch.scan(literalBang(a), { parts: true }).parts ?? [a]).map(literalBang));
   }
   const segment = new Map<string, (name: string) => boolean>();
   const matches = (part: string, name: string): boolean => {

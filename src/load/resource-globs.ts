@@ -95,6 +95,29 @@ function classRegExp(text: string): RegExp | undefined {
   }
 }
 
+/** Whether a '|' stands outside every parenthesis and brace of the glob (escapes and classes skipped). */
+function topLevelBar(glob: string): boolean {
+  let open = 0;
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') i = classEnd(glob, i);
+    else if (c === '(' || c === '{') open++;
+    else if (c === ')' || c === '}') open = Math.max(0, open - 1);
+    else if (c === '|' && open === 0) return true;
+  }
+  return false;
+}
+
+/** The first brace range (`{a..b}`) whose ends are not single characters, or that has a step, or undefined. */
+function wideRange(glob: string): string | undefined {
+  for (const m of glob.matchAll(/(?<!\\)\{([-+]?[A-Za-z0-9]+)\.\.([-+]?[A-Za-z0-9]+)(\.\.[-+]?[0-9]+)?\}/g)) {
+    const [, from, to, step] = m;
+    if (from!.length !== 1 || to!.length !== 1 || step !== undefined) return m[0];
+  }
+  return undefined;
+}
+
 /** The first brace or parenthesis of a glob left open or closed without an opener (escapes and classes skipped), or undefined. */
 function unbalanced(glob: string): string | undefined {
   const open: string[] = [];
@@ -261,6 +284,13 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   const unclosed = unbalanced(glob);
   if (unclosed !== undefined) {
     return { reason: `holds a "${unclosed}" that is not closed (or a closer that was not opened), which picomatch then reads as the character itself`, advice: `close it, or write \\${unclosed} for the character` };
+  }
+  if (topLevelBar(glob)) {
+    return { reason: 'holds a "|" outside parentheses, which picomatch reads as "or" between everything before it and everything after it ("envs/prod|qa/*.yaml" is envs/prod, or qa/*.yaml), and the walk lists neither', advice: 'write two globs, or an extglob, as in "envs/@(prod|qa)/*.yaml"' };
+  }
+  const range = wideRange(glob);
+  if (range !== undefined) {
+    return { reason: `holds the range "${range.slice(0, 40)}", which picomatch reads as a class of single characters or as the text itself ("{1..10}" is "1" or "0"; "{2023..2025}" is "2023..2025"), not as the values between`, advice: 'write the values out, as in "{2023,2024,2025}", or a range of single characters, as in "{1..9}"' };
   }
   if (glob.includes('[[:')) {
     return { reason: 'holds a POSIX class ("[[:…:]]"), after which picomatch copies the rest of the glob into its regular expression as written (a "." matches any character there)', advice: 'write the class out, as in "[a-zA-Z]" for "[[:alpha:]]"' };

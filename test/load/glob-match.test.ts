@@ -88,9 +88,11 @@ describe('glob matchers without picomatch\'s guards', () => {
 
   it('globs users write are not refused', () => {
     const ok = ['tenants/**/*.yaml', '**/*.{yaml,yml}', 'envs/*/firmware-*.yaml', '!archive/**', 'tenants/[a-m]*/*.yaml', 'tenants/acme-?.yaml', '@(prod|stage)/*.yaml', '**/*.y?(a)ml',
-      '**/*.+(yaml|yml)', 'releases/{2023..2025}/*.yaml', 'tenants/**/*.[yY][aA][mM][lL]', '*.yaml', 'x/{a,b}.yaml', 'tenants/*.{yaml,yml}', '{a,b}/{c,d}/{e,f}/*.yaml', 'a/*-prod*.yaml',
+      '**/*.+(yaml|yml)', 'releases/{2023,2024,2025}/*.yaml', 'v{1..3}/*.yaml', 'tenants/**/*.[yY][aA][mM][lL]', '*.yaml', 'x/{a,b}.yaml', 'tenants/*.{yaml,yml}', '{a,b}/{c,d}/{e,f}/*.yaml', 'a/*-prod*.yaml',
       'envs/**/firmware.yaml', '../shared/*.yaml', 'tenants/**/!README.yaml', 'tenants/x[0-9][0-9].yaml', 'tenants/report (1).yaml', 'tenants/v\\(2.yaml', `{${Array.from({ length: 300 }, (_, i) => `t${i}`).join(',')}}/*.yaml`];
     for (const g of ok) expect([g, globProblem(g)]).toEqual([g, undefined]);
+    // What picomatch reads as other than it looks (the text itself, a class of single characters, "or" of the whole glob) is refused.
+    for (const g of ['releases/{2023..2025}/*.yaml', 'v{1..10}/*.yaml', 'v{1..9..2}/*.yaml', 'envs/prod|qa/*.yaml']) expect([g, globProblem(g)?.reason.slice(0, 6)]).toEqual([g, 'holds ']);
   });
 });
 
@@ -99,9 +101,19 @@ describe('glob matchers without picomatch\'s guards', () => {
 // and reported every link it did not follow. Links not followed are reported only below a folder
 // some glob may still match in (src/load/find.ts).
 describe('whether a folder may hold a path a glob matches', () => {
+  // Beside the matchers' parts: a '!' starting a part or an alternative, braces holding a '/'
+  // beside extglobs, which picomatch reads otherwise once expanded (a breaker's finds).
+  const tricky = ['!a', '!b/a', '{a/b,+(a)}?', '{x/,}+(a|b)', '{a,b/a}', '@(a|b)?', '{!a,b/x}', '{a/,b/}*', 'a{,/b}', '{a,b}/{x,a/b}'];
+  const trickyPart = fc.oneof(part, fc.constantFrom(...tricky));
+  const trickyNear = (p: string): fc.Arbitrary<string> => (tricky.includes(p) ? fc.oneof(name, fc.constantFrom('a', 'b', 'x', '!a', '!b', 'a/b', 'b/a', 'ax', 'a1', 'b/x', 'x/a')) : near(p));
+  const trickyGlobAndPaths = fc.array(trickyPart, { minLength: 1, maxLength: 4 }).filter((ps) => !ps[0]!.startsWith('!')).chain((ps) => fc.tuple(
+    fc.constant(ps.join('/')),
+    fc.array(fc.tuple(...ps.map(trickyNear)).map((ns) => ns.filter((n) => n !== '').join('/')), { minLength: 1, maxLength: 20 }),
+  ));
+
   it('never says no where the load\'s matcher (picomatch\'s, above) selects a path below the folder', () => {
     let yes = 0;
-    fc.assert(fc.property(globAndPaths, ([g, paths]) => {
+    fc.assert(fc.property(fc.oneof(globAndPaths, trickyGlobAndPaths), ([g, paths]) => {
       const selects = globMatcher([g]);
       const mayHold = folderMayHold([g]);
       for (const p of paths) {
@@ -131,13 +143,22 @@ describe('whether a folder may hold a path a glob matches', () => {
     expect(folderMayHold(['envs/+(prod|qa)/*.yaml', 'envs/dev/*.yaml'])('envs/dev')).toBe(true);
   });
 
-  it('expands braces as picomatch reads them, and gives up past 256 alternatives', () => {
+  it('expands the braces that hold a "/" as picomatch reads them, and gives up past 256 alternatives', () => {
     expect(expandBraces('envs/{prod/x,qa}/*.yaml')).toEqual(['envs/prod/x/*.yaml', 'envs/qa/*.yaml']);
-    expect(expandBraces('{a,{b,c}/d}/x')).toEqual(['a/x', 'b/d/x', 'c/d/x']);
-    expect(expandBraces('a{,b}/x')).toEqual(['a/x', 'ab/x']);
-    for (const g of ['\\{a,b}/x', '[{]a,b}/x', '+(a|{b,c})/x', '{1..3}/x', '{a}/x']) expect(expandBraces(g)).toEqual([g]);
-    expect(expandBraces('{a,b}'.repeat(8))).toHaveLength(256);
-    expect(expandBraces('{a,b}'.repeat(9))).toBeUndefined();
-    expect(folderMayHold(['{a,b}'.repeat(9) + '/x.yaml'])('zzz')).toBe(true);
+    expect(expandBraces('{a,{b,c}/d}/x')).toEqual(['a/x', '{b,c}/d/x']);
+    expect(expandBraces('a{,b/c}/x')).toEqual(['a/x', 'ab/c/x']);
+    // Left to picomatch within their part: no "/" in them, or read otherwise alone than beside the brace.
+    for (const g of ['{a,b}/x', '\\{a/,b}/x', '[{]a/,b}/x', '+(a|{b/,c})/x', '{1..3}/x', '{a/}/x', 'envs/{prod/x,+(qa)}?/*.yaml', '{x2/,}+(?|ab)', '{a/|b,c}/x']) expect(expandBraces(g)).toEqual([g]);
+    expect(expandBraces('{a/,b/}'.repeat(8) + 'x')).toHaveLength(256);
+    expect(expandBraces('{a/,b/}'.repeat(9) + 'x')).toBeUndefined();
+    expect(folderMayHold(['{a/,b/}'.repeat(9) + 'x.yaml'])('zzz')).toBe(true);
+  });
+
+  it('reads a "!" at the start of a part or an alternative as the character, as picomatch does inside a glob', () => {
+    expect(folderMayHold(['envs/*/!x/*.yaml'])('envs/p/!x')).toBe(true);
+    expect(folderMayHold(['envs/*/!x/*.yaml'])('envs/p/x')).toBe(false);
+    expect(folderMayHold(['envs/{!legacy/a,prod}/*.yaml'])('envs/!legacy')).toBe(true);
+    expect(folderMayHold(['{!legacy/a,envs}/*.yaml'])('!legacy')).toBe(true);
+    expect(folderMayHold(['envs/{prod,+(qa)}?/*.yaml'])('envs/qa1')).toBe(true);
   });
 });

@@ -722,6 +722,48 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     });
   }
 
+  // The breaker's round on that change: each was silent with it, and refused before it (or, the
+  // last, always silent).
+  const reported: [string, string[], Record<string, string>, [string, string][], string][] = [
+    ['a glob reaching it only through a link to a folder above it', ['envs/{prod,qa/overrides}/*.yaml'], { 'envs/prod/a.yaml': firmware('1.0.0') }, [['prod', 'envs/qa'], ['/nonexistent-dus-sync', 'envs/prod/overrides']], 'envs/prod/overrides'],
+    ['a folder name starting with "!"', ['envs/*/!x/*.yaml', 'other/*.yaml'], { 'other/o.yaml': firmware('2.0.0'), 'envs/p/.keep': '' }, [['/nonexistent-dus-sync', 'envs/p/!x']], 'envs/p/!x'],
+    ['an alternative starting with "!"', ['envs/{!legacy/a,prod}/*.yaml', 'other/*.yaml'], { 'other/o.yaml': firmware('2.0.0'), 'envs/.keep': '' }, [['/nonexistent-dus-sync', 'envs/!legacy']], 'envs/!legacy'],
+    ['an extglob in a brace, a "?" after it', ['envs/{prod,+(qa)}?/*.yaml'], { 'envs/prod1/a.yaml': firmware('1.0.0') }, [['/nonexistent-dus-sync', 'envs/qa1']], 'envs/qa1'],
+    ['the glob\'s own folder', ['envs/qa/*.yaml', 'other/*.yaml'], { 'other/o.yaml': firmware('2.0.0'), 'envs/.keep': '' }, [['/nonexistent-dus-sync', 'envs/qa']], 'envs/qa'],
+    ['a folder on the way to the glob\'s own', ['envs/qa/x/*.yaml', 'other/*.yaml'], { 'other/o.yaml': firmware('2.0.0'), 'envs/.keep': '' }, [['/nonexistent-dus-sync', 'envs/qa']], 'envs/qa'],
+    ['the folder of a file named in full', ['envs/qa/x.yaml', 'other/*.yaml'], { 'other/o.yaml': firmware('2.0.0'), 'envs/.keep': '' }, [['/nonexistent-dus-sync', 'envs/qa']], 'envs/qa'],
+  ];
+  for (const [what, globs, files, links, named] of reported) {
+    it(`a dangling link below ${what} is reported, by validate and diff --base`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config(globs), ...files });
+      for (const [target, at] of links) symlinkSync(target, join(repo, at));
+      const r = await runCli(['validate'], { cwd: repo });
+      expect([what, r.code, r.stdout + r.stderr]).toEqual([what, 1, expect.stringContaining(`${named}:1:1: this symbolic link points to ${links.at(-1)![0]}, which does not exist`)]);
+      commitAll(repo);
+      const d = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+      expect([what, d.code, d.stdout + d.stderr]).toEqual([what, 1, expect.stringContaining(`${named}:1:1: this symbolic link points to`)]);
+    });
+  }
+
+  it('a link out of the repository reached only through a link to a folder above it is reported', async () => {
+    const top = tree({ 'repo/dus-sync.yaml': config(['envs/{prod,qa/overrides}/*.yaml']), 'repo/envs/prod/a.yaml': firmware('1.0.0'), 'out/x/b.yaml': firmware('6.6.6') });
+    symlinkSync('prod', join(top, 'repo/envs/qa'));
+    symlinkSync(join(top, 'out/x'), join(top, 'repo/envs/prod/overrides'));
+    const r = await runCli(['validate'], { cwd: join(top, 'repo') });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/envs\/prod\/overrides:1:1: .*outside/);
+    expect(r.stdout + r.stderr).not.toContain('6.6.6');
+  });
+
+  for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"']] as const) {
+    it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
+      const r = await runCli(['validate'], { cwd: repo });
+      expect(r.code).toBe(1);
+      expect(r.stdout + r.stderr).toContain(says);
+    });
+  }
+
   it('where a glob may match below it, it is still reported: envs/qa dangling, envs/prod/x a link out', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['envs/+(prod|qa)/*.yaml']), 'envs/prod/a.yaml': firmware('1.0.0') });
     symlinkSync('/nonexistent-dus-sync', join(repo, 'envs/qa'));
