@@ -85,10 +85,12 @@ export interface Found {
    * (`["**\/*.yaml", "!shared/**"]` with `envs/prod -> ../shared/prod`): see throughLinks.
    */
   readonly aliases: readonly (readonly [link: string, listedAs: string])[];
-  /** The aliases' links below which an exclusion rules out every path (`!testdata/**`): no path through one is selected as it is. */
+  /** The aliases' links below which no path is selected as it is: an exclusion rules out every one (`!testdata/**`), or no glob reaches there. */
   readonly closed: ReadonlySet<string>;
   /** Folders holding a name that is not UTF-8, below which an exclusion rules out every path: they matter only to paths through links. */
   readonly undecodableExcluded: readonly string[];
+  /** Whether the links not followed were tried through the aliases past MAX_LINK_PATHS paths: the listing is refused, as in listIn. */
+  readonly tooManyPaths?: boolean;
   /** The globs' folders (--dir's among them) whose way passes a link that loops: [the link's path, where it leads]. Not walked. */
   readonly loops: readonly (readonly [link: string, to: string])[];
 }
@@ -198,7 +200,6 @@ function skipped(name: string): boolean {
 
 export function findCandidates(opts: FindOptions): Found {
   const negatives = opts.patterns.filter(isExclusion).map(globOf);
-  const excluded = globMatcher(negatives);
   const excludedBelow = wholeFolderExclusion(negatives);
   // Whether a path below a folder may be selected: a link the walk does not follow is reported
   // only then (a dangling envs/dev is nothing to `envs/+(prod|qa)/*.yaml`).
@@ -206,11 +207,16 @@ export function findCandidates(opts: FindOptions): Found {
   // Those no glob may select a path below by their own path: one may through a link to a folder
   // above them (envs/qa -> prod, with envs/{prod,qa/overrides}/*.yaml and envs/prod/overrides
   // dangling), which the walk knows of only at its end.
+  // An exclusion counts when it rules out every path below the link (`!envs/dev/**`), not its
+  // own path alone (`!envs/?ev` leaves envs/dev/x.yaml selected); below an excluded folder a
+  // path through a link to it may still be selected (`!shared/**`, envs/prod -> ../shared/prod).
   const quiet: string[] = [];
+  const selectsBelow = (path: string): boolean => !excludedBelow(path) && mayHold(path);
   const unfollowed = (path: string): void => {
-    if (mayHold(path)) unwalked.add(path);
+    if (selectsBelow(path)) unwalked.add(path);
     else quiet.push(path);
   };
+  let tooManyPaths = false;
   const entries = new Set<string>();
   const regular = new Set<string>();
   const unwalked = new Set<string>();
@@ -240,7 +246,8 @@ export function findCandidates(opts: FindOptions): Found {
         const first = listedAs.get(real);
         if (linked && first !== undefined && first !== rel) {
           aliases.push([rel, first]);
-          if (excludedBelow(rel)) closed.add(rel);
+          // No path below it selected as it is: by an exclusion of all of them, or no glob reaching there.
+          if (!selectsBelow(rel)) closed.add(rel);
         }
         return;
       }
@@ -252,7 +259,7 @@ export function findCandidates(opts: FindOptions): Found {
       // (a link out is refused, naming it).
       const listed = fs.list(join(opts.base, rel), real);
       if (listed === 'moved') {
-        if (!excluded(rel)) unwalked.add(rel);
+        unfollowed(rel);
         return;
       }
       if (listed === 'undecodable') {
@@ -292,7 +299,7 @@ export function findCandidates(opts: FindOptions): Found {
           }
         }
         // A dangling link may have been meant as a folder of resources: report it when it could be one.
-        if (target === undefined && depth > 1 && !excluded(path)) unfollowed(path);
+        if (target === undefined && depth > 1) unfollowed(path);
         return;
       }
       if (depth <= 1) return;
@@ -309,7 +316,7 @@ export function findCandidates(opts: FindOptions): Found {
       // real one: with envs/prod -> ../shared/prod, shared/prod/up -> ../../envs is one too.
       // (One out of the repository, `evil -> /`, is reported as such first.)
       if (!mayFollow(real)) {
-        if (!excluded(path)) unfollowed(path);
+        unfollowed(path);
         return;
       }
       if (onPath(real, parent)) return;
@@ -339,39 +346,47 @@ export function findCandidates(opts: FindOptions): Found {
       // No such folder: nothing to find, unless a dangling link on the way was meant to lead to
       // one (`envs/qa/*.yaml` with envs/qa -> a folder that is gone): reported, as below it.
       if (!(err instanceof LoopOnTheWay)) {
-        const link = danglingOnTheWay(fs, opts.base, scope.dir);
-        if (link !== undefined && !excluded(link)) unwalked.add(link);
+        const link = unfollowedOnTheWay(fs, opts.base, scope.dir, mayFollow);
+        if (link !== undefined) unfollowed(link);
       }
       continue;
     }
     // A glob that climbs out of the repository is refused before the walk (listWithTypes), unless
     // --follow-external-symlinks; whatever gets here, a folder outside is not walked.
     if (scope.dir !== '' && !mayFollow(real)) {
-      if (!excluded(scope.dir)) unwalked.add(scope.dir);
+      unfollowed(scope.dir);
       continue;
     }
     walk(scope.dir, real, scope.depth, chain, real !== join(opts.realRoot, scope.dir));
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth, pending[i]!.parent);
   }
   if (quiet.length > 0 && aliases.length > 0) {
-    const through = throughLinks({ entries: quiet, aliases, closed }, () => true, (p) => !excluded(p) && mayHold(p));
-    for (const q of quiet) if (through === 'too-many' || through.has(q)) unwalked.add(q);
+    const through = throughLinks({ entries: quiet, aliases, closed }, () => true, selectsBelow);
+    if (through === 'too-many') tooManyPaths = true;
+    else for (const q of quiet) if (through.has(q)) unwalked.add(q);
   }
-  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases, closed, undecodableExcluded: [...undecodableExcluded].sort(), loops };
+  return { entries: [...entries].sort(), unwalked: [...unwalked].sort(), regular, undecodable: [...undecodable].sort(), realOf, aliases, closed, undecodableExcluded: [...undecodableExcluded].sort(), loops, tooManyPaths };
 }
 
-/** The first name on the way to `dir` (relative to `base`) that is a link to nothing, or undefined. */
-function danglingOnTheWay(fs: WalkFs, base: string, dir: string): string | undefined {
+/**
+ * The first name on the way to `dir` (relative to `base`) that is a link the walk would not
+ * follow: to nothing, or out of the repository (`mayFollow` false; to a folder that lacks the
+ * rest of the way, say); undefined when there is none.
+ */
+function unfollowedOnTheWay(fs: WalkFs, base: string, dir: string, mayFollow: (real: string) => boolean): string | undefined {
   let prefix = '';
   for (const name of dir === '' ? [] : dir.split('/')) {
     const parent = prefix;
     prefix = parent === '' ? name : `${parent}/${name}`;
     if (name === '..' || name === '.') continue;
-    if (fs.kind(join(base, prefix)) === 'folder') continue;
+    const abs = join(base, prefix);
+    const kind = fs.kind(abs);
     try {
+      if (kind !== undefined && !mayFollow(fs.realpath(abs))) return prefix;
+      if (kind === 'folder') continue;
       const listed = fs.list(join(base, parent), fs.realpath(join(base, parent)));
       const entry = Array.isArray(listed) ? listed.find((d) => d.name === name) : undefined;
-      return entry?.isSymbolicLink() === true && fs.kind(join(base, prefix)) === undefined ? prefix : undefined;
+      return entry?.isSymbolicLink() === true && kind === undefined ? prefix : undefined;
     } catch {
       return undefined;
     }

@@ -249,6 +249,11 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
     const [link, to] = found.loops[0]!;
     throw new UserError(`${displayPath(config, fromDir(link))}: this symbolic link leads to ${printable(to)}, a folder on its own way (a loop), and --dir or a resources glob passes through it; dus-sync does not follow such links, whose paths are the same files again: name the folder itself`);
   }
+  const tooManyLinkPaths = (): UserError => {
+    const [link, listedAs] = found.aliases[0]!;
+    return new UserError(`${displayPath(config, fromDir(link))}: this symbolic link leads to ${displayPath(config, fromDir(listedAs))}, a folder listed by its own path (whether the globs select it there or not), and with the ${found.aliases.length.toLocaleString('en-US')} links like it makes more than ${MAX_LINK_PATHS.toLocaleString('en-US')} paths (or 64 MiB of them) to try for files the globs leave out by their own paths, or for links that lead nowhere or out below them; dus-sync tries such paths through links, and stops there: name the real folders in "resources" of ${configShown(config)}, or remove links`);
+  };
+  if (found.tooManyPaths === true) throw tooManyLinkPaths();
   // Links to folders that were not walked are listed too, so that reading them reports why.
   const unwalked = found.unwalked.filter((p) => under === '' || p === under || p.startsWith(`${under}/`));
   const selected = new Set([...selectResourcePaths(found.entries.map(fromDir), config), ...unwalked.map(fromDir)]);
@@ -259,10 +264,7 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
   if (found.aliases.length > 0) {
     const selects = resourcePredicate(config);
     const through = throughLinks(found, (e) => !selected.has(fromDir(e)), (p) => selects(fromDir(p)));
-    if (through === 'too-many') {
-      const [link, listedAs] = found.aliases[0]!;
-      throw new UserError(`${displayPath(config, fromDir(link))}: this symbolic link leads to ${displayPath(config, fromDir(listedAs))}, a folder listed by its own path (whether the globs select it there or not), and with the ${found.aliases.length.toLocaleString('en-US')} links like it makes more than ${MAX_LINK_PATHS.toLocaleString('en-US')} paths (or 64 MiB of them) to try for files the globs leave out by their own paths; dus-sync tries such paths through links, and stops there: name the real folders in "resources" of ${configShown(config)}, or remove links`);
-    }
+    if (through === 'too-many') throw tooManyLinkPaths();
     for (const [e, p] of through) {
       if (realOf.has(p) || selected.has(fromDir(p))) continue;
       selected.add(fromDir(p));

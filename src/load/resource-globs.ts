@@ -95,16 +95,39 @@ function classRegExp(text: string): RegExp | undefined {
   }
 }
 
-/** Whether a '|' stands outside every parenthesis and brace of the glob (escapes and classes skipped). */
+/**
+ * Whether a '|' stands outside every parenthesis and every brace picomatch reads as one (a brace
+ * with a comma at its own level; `{prod|v2}` is the text itself, its '|' "or" of the whole glob).
+ * Escapes and classes are skipped.
+ */
 function topLevelBar(glob: string): boolean {
-  let open = 0;
+  let parens = 0;
+  const braces: boolean[] = [];
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;
     if (c === '\\') i++;
     else if (c === '[') i = classEnd(glob, i);
-    else if (c === '(' || c === '{') open++;
-    else if (c === ')' || c === '}') open = Math.max(0, open - 1);
-    else if (c === '|' && open === 0) return true;
+    else if (c === '(') parens++;
+    else if (c === ')') parens = Math.max(0, parens - 1);
+    else if (c === '{') braces.push(braceHasComma(glob, i));
+    else if (c === '}') braces.pop();
+    else if (c === '|' && parens === 0 && !braces.includes(true)) return true;
+  }
+  return false;
+}
+
+/** Whether the brace opened at `at` holds a comma at its own level before it closes. */
+function braceHasComma(glob: string, at: number): boolean {
+  let depth = 0;
+  for (let j = at + 1; j < glob.length; j++) {
+    const d = glob[j]!;
+    if (d === '\\') j++;
+    else if (d === '[') j = classEnd(glob, j);
+    else if (d === '{') depth++;
+    else if (d === '}') {
+      if (depth === 0) return false;
+      depth--;
+    } else if (d === ',' && depth === 0) return true;
   }
   return false;
 }
@@ -275,6 +298,9 @@ export function globProblem(pattern: string): GlobProblem | undefined {
     return { reason: `holds ${parts} wildcards, classes, braces and extglobs; more than ${MAX_GLOB_PARTS} in one glob could make matching a long file name take long`, advice: 'split it into simpler globs' };
   }
   if (isExclusion(pattern) && isExclusion(glob)) return { reason: 'starts with more than one "!", which picomatch and dus-sync read differently', advice: 'write one "!" to exclude, none to include' };
+  if (climbsInGlob(glob)) {
+    return { reason: 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part)', advice: 'write ".." only at its start, as in "../x/*.yaml", or name the folders without it' };
+  }
   for (const name of glob.split('/')) {
     const plain = unescaped(name);
     if (plain === 'node_modules' || (plain.startsWith('.') && plain !== '.' && plain !== '..')) {
@@ -313,9 +339,6 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   } catch {
     // picomatch's own sentence follows, naming the glob.
   }
-  if (climbsInGlob(glob)) {
-    return { reason: 'holds ".." after its first wildcard or brace, where it matches no folder (dus-sync lists only folders below a glob\'s fixed part)', advice: 'write ".." only at its start, as in "../x/*.yaml", or name the folders without it' };
-  }
   if (glob.startsWith('/')) return { reason: 'is an absolute path; resources globs are relative to the folder of dus-sync.yaml', advice: 'write it from there' };
   if (glob.endsWith('/')) return { reason: 'ends with "/", so it would match folders, never a file', advice: 'drop the "/"' };
   // As the walk reads it: escapes removed (`y/\./*.yaml` is `y/./*.yaml`).
@@ -333,7 +356,9 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   // The same after the first wildcard or brace: a `.` segment (`sub/*/./*.yaml`, `{./a,b}/*.yaml`) or `//`.
   const rest = scan.isGlob ? unescaped(scan.glob) : '';
   const dot = /(?:^|[/{,(|])\.(?=$|[/},)|])/.exec(rest);
-  if (dot !== null || rest.includes('//')) {
+  // A brace can make one of its paths hold `//` (`envs/{/prod,z}`, `envs/{prod/,z}`), start or end with '/'.
+  const emptyName = samples(glob).some((x) => x.includes('//') || x.startsWith('/') || x.endsWith('/'));
+  if (dot !== null || rest.includes('//') || emptyName) {
     return { reason: `names its folders in a form that no listed path has ("${dot !== null ? '.' : '//'}" after its first wildcard or brace), so that part would match no file`, advice: 'write each folder plainly' };
   }
   // A name without wildcards and without an extension is most likely a folder (the gitignore

@@ -745,6 +745,57 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     });
   }
 
+  // A second round: an exclusion of the link's own path silenced it, as did one of the real folder
+  // it lies in, and a link out on the way to a glob's folder that lacks the rest of the way.
+  const round2: [string, string[], Record<string, string>, [string, string][], string][] = [
+    ['an exclusion of its own path only (!envs/?ev leaves envs/dev/x.yaml selected)', ['envs/*/*.yaml', '!envs/?ev', 'anchor/*.yaml'], { 'anchor/a.yaml': firmware('0.1.0'), 'envs/.keep': '' }, [['/nonexistent-dus-sync', 'envs/dev']], 'envs/dev'],
+    ['the same, as a glob\'s own folder', ['envs/qa/*.yaml', '!envs/q?', 'anchor/*.yaml'], { 'anchor/a.yaml': firmware('0.1.0'), 'envs/.keep': '' }, [['/nonexistent-dus-sync', 'envs/qa']], 'envs/qa'],
+    ['an excluded folder a link leads into (!shared/**, envs/prod -> ../shared/prod)', ['**/*.yaml', '!shared/**'], { 'shared/prod/a.yaml': firmware('1.0.0'), 'envs/.keep': '' }, [['../shared/prod', 'envs/prod'], ['/nonexistent-dus-sync', 'shared/prod/extra']], 'shared/prod/extra'],
+  ];
+  for (const [what, globs, files, links, named] of round2) {
+    it(`a dangling link below ${what} is reported`, async () => {
+      const repo = tree({ 'dus-sync.yaml': config(globs), ...files });
+      for (const [target, at] of links) symlinkSync(target, join(repo, at));
+      const r = await runCli(['validate'], { cwd: repo });
+      expect([what, r.code, r.stdout + r.stderr]).toEqual([what, 1, expect.stringContaining(`${named}:1:1: this symbolic link points to /nonexistent-dus-sync, which does not exist`)]);
+    });
+  }
+
+  it('an exclusion of everything below it (!envs/dev/**) still lets it pass', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['envs/*/*.yaml', '!envs/dev/**', 'anchor/*.yaml']), 'anchor/a.yaml': firmware('0.1.0'), 'envs/.keep': '' });
+    symlinkSync('/nonexistent-dus-sync', join(repo, 'envs/dev'));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  for (const [glob, at, real] of [['envs/qa/sub/*.yaml', 'envs/qa', 'out'], ['envs/qa/**/*.yaml', 'envs', 'out'], ['envs/qa/sub/*.yaml', 'envs/qa', 'out/file']] as const) {
+    it(`${glob} with ${at} -> a ${real === 'out' ? 'folder' : 'file'} outside that lacks the rest of the way: reported`, async () => {
+      const top = tree({ 'repo/dus-sync.yaml': config([glob, 'anchor/*.yaml']), 'repo/anchor/a.yaml': firmware('0.1.0'), 'repo/envs/.keep': '', 'out/file': 'x' });
+      if (at === 'envs') execFileSync('rm', ['-r', join(top, 'repo/envs')]);
+      symlinkSync(join(top, real), join(top, 'repo', at));
+      const r = await runCli(['validate'], { cwd: join(top, 'repo') });
+      expect(r.code).toBe(1);
+      expect(r.stdout + r.stderr).toMatch(new RegExp(`${at}:1:1: this symbolic link points to .*outside the repository`));
+    });
+  }
+
+  it('thousands of dangling links no glob reaches, beside hundreds of links to their folder: valid at once, not each reported nor refused at the bound', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['envs/{prod,qa/overrides}/*.yaml']), 'envs/prod/a.yaml': firmware('1.0.0') });
+    for (let i = 0; i < 3000; i++) symlinkSync(`/nonexistent-dus-sync-${i}`, join(repo, `envs/prod/d${i}`));
+    for (let i = 0; i < 300; i++) symlinkSync('prod', join(repo, `envs/q${i}`));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('thousands of them that links could reach below: refused at the bound, naming a link, not each reported', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['envs/*/sub/*.yaml']), 'envs/prod/sub/a.yaml': firmware('1.0.0') });
+    for (let i = 0; i < 3000; i++) symlinkSync(`/nonexistent-dus-sync-${i}`, join(repo, `envs/prod/d${i}`));
+    for (let i = 0; i < 300; i++) symlinkSync('prod', join(repo, `envs/q${i}`));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(/envs\/q0: this symbolic link leads to envs\/prod, a folder listed by its own path .* more than 250,000 paths/);
+  });
+
   it('a link out of the repository reached only through a link to a folder above it is reported', async () => {
     const top = tree({ 'repo/dus-sync.yaml': config(['envs/{prod,qa/overrides}/*.yaml']), 'repo/envs/prod/a.yaml': firmware('1.0.0'), 'out/x/b.yaml': firmware('6.6.6') });
     symlinkSync('prod', join(top, 'repo/envs/qa'));
@@ -755,7 +806,8 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     expect(r.stdout + r.stderr).not.toContain('6.6.6');
   });
 
-  for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"']] as const) {
+  for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{prod|v2}/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"'],
+    ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
