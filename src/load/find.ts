@@ -361,7 +361,7 @@ export function findCandidates(opts: FindOptions): Found {
     for (let i = 0; i < pending.length; i++) linked(pending[i]!.path, pending[i]!.depth, pending[i]!.parent);
   }
   if (quiet.length > 0 && aliases.length > 0) {
-    const through = throughLinks({ entries: quiet, aliases, closed }, () => true, selectsBelow);
+    const through = throughLinks({ entries: quiet, aliases, closed }, () => true, (p) => selectsBelow(p) && !loopsOnTheWay(fs, opts.base, `${p}/x`));
     if (through === 'too-many') tooManyPaths = true;
     else for (const q of quiet) if (through.has(q)) unwalked.add(q);
   }
@@ -432,6 +432,33 @@ class LoopOnTheWay extends Error {}
 function onPath(real: string, chain: Chain | undefined): boolean {
   for (let c = chain; c !== undefined; c = c.up) if (isInside(real, c.real)) return true;
   return false;
+}
+
+/**
+ * Whether the path (relative to `base`) passes a link to a folder on its own way, or above one,
+ * as the kernel walks it: a loop, which the walk never follows (`envs/prod/up/staging/x.yaml`
+ * with envs/prod -> ../shared/prod and shared/prod/up -> ../../envs). Paths through links that
+ * throughLinks makes of the walk's aliases are checked so before one is taken. A path that
+ * cannot be resolved is no loop (its read says what it is).
+ */
+export function loopsOnTheWay(fs: WalkFs, base: string, path: string): boolean {
+  try {
+    let real = fs.realpath(base);
+    let chain: Chain = { real };
+    let prefix = base;
+    const names = path.split('/');
+    for (let i = 0; i < names.length - 1; i++) {
+      const name = names[i]!;
+      prefix = join(prefix, name);
+      const next = fs.realpath(prefix);
+      if (name !== '..' && name !== '.' && next !== join(real, name) && onPath(next, chain)) return true;
+      real = next;
+      chain = { real, up: chain };
+    }
+    return false;
+  } catch {
+    return false;
+  }
 }
 
 /** The most paths tried through links in one listing (throughLinks): links × files has no other bound. */

@@ -301,11 +301,48 @@ export function folderMayHold(globs: readonly string[]): (folder: string) => boo
       for (let i = 0; i < names.length; i++) {
         const part = parts[i];
         if (part === undefined) return false;
-        if (part.includes('/') || part.includes('**')) return true;
+        if (part.includes('/') || part.includes('**') || part.includes('!(')) return true;
         if (i === parts.length - 1) return false; // the part of the file's own name
         if (!matches(part, names[i]!)) return false;
       }
       return parts.length > names.length;
     });
   };
+}
+
+/**
+ * A predicate on file names (the last name of a path): false when no path ending in that name can
+ * match any of the positive `globs`, true when one may (the last part of each alternative, read
+ * by picomatch; one holding a '/' or `**` may match any name). Paths through links are tried
+ * only for names that may be selected: a folder's binaries beside its YAML never are.
+ */
+export function fileNameMayMatch(globs: readonly string[]): (name: string) => boolean {
+  const lasts: string[] = [];
+  for (const g of globs) {
+    const expanded = expandBraces(g);
+    if (expanded === undefined) return () => true;
+    for (const a of expanded) {
+      const parts = picomatch.scan(literalBang(a), { parts: true }).parts ?? [a];
+      const last = literalBang(parts[parts.length - 1] ?? a);
+      // A negated extglob (refused by the load, but not here) reads otherwise alone: any name may.
+      if (last.includes('/') || last.includes('**') || last.includes('!(')) return () => true;
+      // One that can match nothing (`@(a|b)?`) leaves the name to a part before it (`*/**/@(a|b)?` selects `x`).
+      if (matchesNothingToo(last)) return () => true;
+      lasts.push(last);
+    }
+  }
+  const matchers = lasts.map((l) => {
+    const scan = picomatch.scan(l, { unescape: true });
+    return scan.isGlob ? globMatcher([l]) : (n: string) => n === scan.base;
+  });
+  return (name) => matchers.some((m) => m(name));
+}
+
+/** Whether picomatch's expression of a glob part matches the empty text (or cannot be made: then taken to). */
+function matchesNothingToo(part: string): boolean {
+  try {
+    return picomatch.makeRe(part, { dot: true }).test('');
+  } catch {
+    return true;
+  }
 }

@@ -13,8 +13,8 @@ import type { DesiredAction, DesiredFirmware, DesiredObject, DesiredState, ReadP
 import { buildObject, IdentifiedDocument, isPlainObject, mayHoldPlaceholder, semanticChecks, yamlPosition, type Identity } from './documents.js';
 import { hint } from './did-you-mean.js';
 import { fastParseFile } from './fast-path.js';
-import { findCandidates, MAX_LINK_PATHS, throughLinks, type WalkFs } from './find.js';
-import { globMatcher } from './glob-match.js';
+import { DISK, findCandidates, loopsOnTheWay, MAX_LINK_PATHS, throughLinks, type WalkFs } from './find.js';
+import { fileNameMayMatch, globMatcher } from './glob-match.js';
 import { FirstSeen } from './first-seen.js';
 import { globOf, globProblem, globsProblem, isExclusion, reachesOutside } from './resource-globs.js';
 import { ambiguousPath, closeFolderCache, confirmFolder, isInside, printable, readRegularFile, whyNotAFolder, type FileStamp, type FolderCache, type ReadOptions, type ReadResult } from './read-file.js';
@@ -263,7 +263,10 @@ export function listIn(config: ResolvedConfig, fs?: WalkFs): Listed {
   const entries = [...found.entries];
   if (found.aliases.length > 0) {
     const selects = resourcePredicate(config);
-    const through = throughLinks(found, (e) => !selected.has(fromDir(e)), (p) => selects(fromDir(p)));
+    // Only files whose name some glob may match by any path are tried (not the binaries beside
+    // the YAML), and a path through links that loops is never taken (loopsOnTheWay).
+    const nameMay = fileNameMayMatch(patterns.filter((p) => !isExclusion(p)));
+    const through = throughLinks(found, (e) => !selected.has(fromDir(e)) && nameMay(e.slice(e.lastIndexOf('/') + 1)), (p) => selects(fromDir(p)) && !loopsOnTheWay(fs ?? DISK, base, p));
     if (through === 'too-many') throw tooManyLinkPaths();
     for (const [e, p] of through) {
       if (realOf.has(p) || selected.has(fromDir(p))) continue;

@@ -116,6 +116,31 @@ function topLevelBar(glob: string): boolean {
   return false;
 }
 
+/** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
+function loneBrace(glob: string): string | undefined {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') i = classEnd(glob, i);
+    else if (c === '{' && !braceHasComma(glob, i)) {
+      let depth = 0;
+      for (let j = i + 1; j < glob.length; j++) {
+        const d = glob[j]!;
+        if (d === '\\') j++;
+        else if (d === '[') j = classEnd(glob, j);
+        else if (d === '{') depth++;
+        else if (d === '}') {
+          if (depth > 0) { depth--; continue; }
+          const text = glob.slice(i, j + 1);
+          if (!/^\{[-+]?[A-Za-z0-9]\.\.[-+]?[A-Za-z0-9]\}$/.test(text)) return text;
+          break;
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
 /** Whether the brace opened at `at` holds a comma at its own level before it closes. */
 function braceHasComma(glob: string, at: number): boolean {
   let depth = 0;
@@ -317,6 +342,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   const range = wideRange(glob);
   if (range !== undefined) {
     return { reason: `holds the range "${range.slice(0, 40)}", which picomatch reads as a class of single characters or as the text itself ("{1..10}" is "1" or "0"; "{2023..2025}" is "2023..2025"), not as the values between`, advice: 'write the values out, as in "{2023,2024,2025}", or a range of single characters, as in "{1..9}"' };
+  }
+  const lone = loneBrace(glob);
+  if (lone !== undefined) {
+    return { reason: `holds the brace "${lone.slice(0, 40)}" with one alternative, which picomatch reads as the text itself, braces and all`, advice: `write the name without braces, or the alternatives with commas, as in "{prod,qa}"` };
   }
   if (glob.includes('[[:')) {
     return { reason: 'holds a POSIX class ("[[:…:]]"), after which picomatch copies the rest of the glob into its regular expression as written (a "." matches any character there)', advice: 'write the class out, as in "[a-zA-Z]" for "[[:alpha:]]"' };

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import { BACKTRACKS_BEFORE_LINEAR, expandBraces, folderMayHold, globMatcher, globRegExp, hasLookaround, isBounded } from '../../src/load/glob-match.js';
+import { BACKTRACKS_BEFORE_LINEAR, expandBraces, fileNameMayMatch, folderMayHold, globMatcher, globRegExp, hasLookaround, isBounded } from '../../src/load/glob-match.js';
 import { globProblem } from '../../src/load/resource-globs.js';
 
 // A small alphabet, so that the globs' letters (a, b, x) match often.
@@ -116,9 +116,11 @@ describe('whether a folder may hold a path a glob matches', () => {
     fc.assert(fc.property(fc.oneof(globAndPaths, trickyGlobAndPaths), ([g, paths]) => {
       const selects = globMatcher([g]);
       const mayHold = folderMayHold([g]);
+      const nameMay = fileNameMayMatch([g]);
       for (const p of paths) {
         const names = p.split('/');
         if (!selects(p)) continue;
+        expect([g, p, 'name', nameMay(names.at(-1)!)]).toEqual([g, p, 'name', true]);
         for (let k = 1; k < names.length; k++) {
           const folder = names.slice(0, k).join('/');
           expect([g, p, folder, mayHold(folder)]).toEqual([g, p, folder, true]);
@@ -152,6 +154,15 @@ describe('whether a folder may hold a path a glob matches', () => {
     expect(expandBraces('{a/,b/}'.repeat(8) + 'x')).toHaveLength(256);
     expect(expandBraces('{a/,b/}'.repeat(9) + 'x')).toBeUndefined();
     expect(folderMayHold(['{a/,b/}'.repeat(9) + 'x.yaml'])('zzz')).toBe(true);
+  });
+
+  it('says no for file names no path ending in them can match', () => {
+    expect(fileNameMayMatch(['**/*.yaml'])('f.bin')).toBe(false);
+    expect(fileNameMayMatch(['**/*.yaml'])('f.yaml')).toBe(true);
+    expect(fileNameMayMatch(['envs/{a/x.yaml,b/*.yml}'])('x.yaml')).toBe(true);
+    expect(fileNameMayMatch(['envs/{a/x.yaml,b/*.yml}'])('y.yaml')).toBe(false);
+    expect(fileNameMayMatch(['*/+(*/)f.yaml'])('f.yaml')).toBe(true);
+    expect(fileNameMayMatch(['envs/**'])('anything.bin')).toBe(true);
   });
 
   it('reads a "!" at the start of a part or an alternative as the character, as picomatch does inside a glob', () => {

@@ -796,6 +796,42 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     expect(r.stdout + r.stderr).toMatch(/envs\/q0: this symbolic link leads to envs\/prod, a folder listed by its own path .* more than 250,000 paths/);
   });
 
+  // A third round: a path through two aliases that loops (the reference's own example) was taken.
+  it('a loop made of two links to folders listed by their own paths is never taken: the excluded envs/staging/secret.yaml is not read as envs/prod/up/staging/secret.yaml', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**', '!envs/staging/**']), 'envs/staging/secret.yaml': 'k: [\n', 'shared/prod/p.yaml': firmware('1.0.0') });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    symlinkSync('../../envs', join(repo, 'shared/prod/up'));
+    for (const args of [['validate'], ['--dir', 'envs', 'validate']]) {
+      const r = await runCli(args, { cwd: repo });
+      expect([args, r.code, r.stdout]).toEqual([args, 0, '1 file, 1 document: valid\n']);
+    }
+    commitAll(repo);
+    const d = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+    expect([d.code, d.stdout + d.stderr]).toEqual([0, expect.not.stringContaining('secret')]);
+    symlinkSync('../../nowhere', join(repo, 'envs/staging/gone'));
+    const g = await runCli(['validate'], { cwd: repo });
+    expect([g.code, g.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
+  it('a file read through two links in turn is still read: envs/prod -> ../shared/prod, shared/prod/common -> ../../common', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['**/*.yaml', '!shared/**', '!common/**']), 'shared/prod/.keep': '', 'common/c.yaml': 'k: [\n', 'envs/.keep': '' });
+    symlinkSync('../shared/prod', join(repo, 'envs/prod'));
+    symlinkSync('../../common', join(repo, 'shared/prod/common'));
+    for (const args of [['validate'], ['--dir', 'envs', 'validate']]) {
+      const r = await runCli(args, { cwd: repo });
+      expect([args, r.code, r.stdout]).toEqual([args, 1, expect.stringMatching(/(?:^|\/)prod\/common\/c\.yaml:1:\d+: YAML syntax error/)]);
+    }
+  });
+
+  it('60 links to a folder of 4,200 binaries beside its YAML: valid at once (only names a glob may select are tried through links)', async () => {
+    const files: Record<string, string> = { 'dus-sync.yaml': config(['**/*.yaml', '!shared/**']), 'shared/prod/p.yaml': firmware('1.0.0'), 'envs/.keep': '' };
+    for (let i = 0; i < 4200; i++) files[`shared/prod/blobs/f${i}.bin`] = '';
+    const repo = tree(files);
+    for (let i = 0; i < 60; i++) symlinkSync('../shared/prod', join(repo, `envs/e${i}`));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
+  });
+
   it('a link out of the repository reached only through a link to a folder above it is reported', async () => {
     const top = tree({ 'repo/dus-sync.yaml': config(['envs/{prod,qa/overrides}/*.yaml']), 'repo/envs/prod/a.yaml': firmware('1.0.0'), 'out/x/b.yaml': firmware('6.6.6') });
     symlinkSync('prod', join(top, 'repo/envs/qa'));
@@ -807,7 +843,7 @@ describe('a link the walk does not follow, where no glob can match below it', ()
   });
 
   for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{prod|v2}/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"'],
-    ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace']] as const) {
+    ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace'], ['envs/{prod}/*.yaml', 'holds the brace "{prod}" with one alternative']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
