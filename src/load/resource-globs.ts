@@ -343,6 +343,17 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (range !== undefined) {
     return { reason: `holds the range "${range.slice(0, 40)}", which picomatch reads as a class of single characters or as the text itself ("{1..10}" is "1" or "0"; "{2023..2025}" is "2023..2025"), not as the values between`, advice: 'write the values out, as in "{2023,2024,2025}", or a range of single characters, as in "{1..9}"' };
   }
+  if (/(?<!\\)\*{3,}/.test(glob)) {
+    return { reason: 'holds "***", which picomatch reads otherwise than "**" or "*": a "." after it then matches any character, "/" among them ("envs/***/fw.yaml" selects envs/y/fw/yaml)', advice: 'write "**" for any folders, or "*" for part of a name' };
+  }
+  const emptyExtglob = /(?<!\\)[@!+*?]\(\)/.exec(glob);
+  if (emptyExtglob !== null) {
+    return { reason: `holds the empty extglob "${emptyExtglob[0]}", which picomatch reads as nothing, so the glob can select paths its last part does not name`, advice: 'write something between the parentheses, or drop the extglob' };
+  }
+  const bang = classes(glob).find((c) => c.startsWith('[!'));
+  if (bang !== undefined) {
+    return { reason: `holds the class "${bang.slice(0, 40)}", which picomatch reads as the characters themselves, "!" among them, not as "any character but" ("t/[!_]*.yaml" selects t/_partial.yaml, not t/prod.yaml)`, advice: `write "[^${bang.slice(2, 40)}" for any character but those` };
+  }
   const lone = loneBrace(glob);
   if (lone !== undefined) {
     return { reason: `holds the brace "${lone.slice(0, 40)}" with one alternative, which picomatch reads as the text itself, braces and all`, advice: `write the name without braces, or the alternatives with commas, as in "{prod,qa}"` };

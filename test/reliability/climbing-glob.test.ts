@@ -843,7 +843,8 @@ describe('a link the walk does not follow, where no glob can match below it', ()
   });
 
   for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{prod|v2}/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"'],
-    ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace'], ['envs/{prod}/*.yaml', 'holds the brace "{prod}" with one alternative']] as const) {
+    ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace'], ['envs/{prod}/*.yaml', 'holds the brace "{prod}" with one alternative'],
+    ['envs/***/fw.yaml', 'holds "***"'], ['y/b/**/*()?', 'holds the empty extglob "*()"'], ['t/[!_]*.yaml', 'holds the class "[!_]", which picomatch reads as the characters themselves']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
