@@ -225,28 +225,31 @@ function firstBrace(g: string): [number, number[], number] | undefined {
     else if (c === '(') parens++;
     else if (c === ')') parens = Math.max(0, parens - 1);
     else if (c === '{' && parens === 0) {
-      const commas: number[] = [];
-      let depth = 0;
-      let plain = true;
-      let slash = false;
-      let j = i + 1;
-      for (; j < g.length; j++) {
-        const d = g[j]!;
-        if (d === '\\') j++;
-        else if (d === '[') j = classEnd(g, j);
-        else if (d === '(' || d === ')' || d === '|') plain = false;
-        else if (d === '/') slash = true;
-        else if (d === '{') depth++;
-        else if (d === '}') {
-          if (depth === 0) break;
-          depth--;
-        } else if (d === ',' && depth === 0) commas.push(j);
-      }
-      if (j >= g.length) return undefined; // not closed: picomatch reads it as a character
-      const safe = plain && !EXTGLOB_NEIGHBOURS.has(g[i - 1] ?? '') && !EXTGLOB_NEIGHBOURS.has(g[j + 1] ?? '');
-      if (commas.length > 0 && slash && safe) return [i, commas, j];
+      const brace = braceAt(g, i);
+      if (brace === undefined) return undefined; // not closed: picomatch reads it as a character
+      const j = brace.close;
+      const inside = g.slice(i + 1, j);
+      const safe = !/[()|]/.test(inside) && !EXTGLOB_NEIGHBOURS.has(g[i - 1] ?? '') && !EXTGLOB_NEIGHBOURS.has(g[j + 1] ?? '');
+      if (brace.commas.length > 0 && inside.includes('/') && safe) return [i, [...brace.commas], j];
       i = j; // nothing inside it is expanded either
     }
+  }
+  return undefined;
+}
+
+/** The brace opened at `at`: its '}' and the commas at its own level (escapes and classes skipped); undefined when it is not closed. */
+export function braceAt(g: string, at: number): { readonly close: number; readonly commas: readonly number[] } | undefined {
+  const commas: number[] = [];
+  let depth = 0;
+  for (let j = at + 1; j < g.length; j++) {
+    const d = g[j]!;
+    if (d === '\\') j++;
+    else if (d === '[') j = classEnd(g, j);
+    else if (d === '{') depth++;
+    else if (d === '}') {
+      if (depth === 0) return { close: j, commas };
+      depth--;
+    } else if (d === ',' && depth === 0) commas.push(j);
   }
   return undefined;
 }

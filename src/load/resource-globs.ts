@@ -6,7 +6,7 @@
 // (`!(tenants)/*.yaml`, picomatch's "anything but tenants").
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
-import { classEnd, globRegExp, isBounded } from './glob-match.js';
+import { braceAt, classEnd, globRegExp, isBounded } from './glob-match.js';
 
 /** Longer globs are refused (picomatch's own limit is 65,536 characters, with a message naming no file). */
 export const MAX_GLOB_LENGTH = 4096;
@@ -122,20 +122,11 @@ function loneBrace(glob: string): string | undefined {
     const c = glob[i]!;
     if (c === '\\') i++;
     else if (c === '[') i = classEnd(glob, i);
-    else if (c === '{' && !braceHasComma(glob, i)) {
-      let depth = 0;
-      for (let j = i + 1; j < glob.length; j++) {
-        const d = glob[j]!;
-        if (d === '\\') j++;
-        else if (d === '[') j = classEnd(glob, j);
-        else if (d === '{') depth++;
-        else if (d === '}') {
-          if (depth > 0) { depth--; continue; }
-          const text = glob.slice(i, j + 1);
-          if (!/^\{[-+]?[A-Za-z0-9]\.\.[-+]?[A-Za-z0-9]\}$/.test(text)) return text;
-          break;
-        }
-      }
+    else if (c === '{') {
+      const brace = braceAt(glob, i);
+      if (brace === undefined || brace.commas.length > 0) continue;
+      const text = glob.slice(i, brace.close + 1);
+      if (!/^\{[-+]?[A-Za-z0-9]\.\.[-+]?[A-Za-z0-9]\}$/.test(text)) return text;
     }
   }
   return undefined;
@@ -143,18 +134,7 @@ function loneBrace(glob: string): string | undefined {
 
 /** Whether the brace opened at `at` holds a comma at its own level before it closes. */
 function braceHasComma(glob: string, at: number): boolean {
-  let depth = 0;
-  for (let j = at + 1; j < glob.length; j++) {
-    const d = glob[j]!;
-    if (d === '\\') j++;
-    else if (d === '[') j = classEnd(glob, j);
-    else if (d === '{') depth++;
-    else if (d === '}') {
-      if (depth === 0) return false;
-      depth--;
-    } else if (d === ',' && depth === 0) return true;
-  }
-  return false;
+  return (braceAt(glob, at)?.commas.length ?? 0) > 0;
 }
 
 /** The first brace range (`{a..b}`) whose ends are not single characters, or that has a step, or undefined. */
