@@ -326,31 +326,21 @@ export function findCandidates(opts: FindOptions): Found {
     // The scope's own folder may be (or lie under) a link too: the same rule. The folders on its
     // way, each by its real path; a link among them to one before it is a loop (--dir
     // tenants/evil with tenants/evil -> .): refused, as nothing below it means anything new.
-    let real: string;
-    let chain: Chain;
+    let way: Way;
     try {
-      real = fs.realpath(opts.base);
-      chain = { real };
-      let prefix = '';
-      for (const name of scope.dir === '' ? [] : scope.dir.split('/')) {
-        prefix = join2(prefix, name);
-        const next = fs.realpath(join(opts.base, prefix));
-        if (name !== '..' && name !== '.' && next !== join(real, name) && onPath(next, chain)) {
-          loops.push([prefix, next]);
-          throw new LoopOnTheWay();
-        }
-        real = next;
-        chain = { real, up: chain };
-      }
-    } catch (err) {
+      way = wayTo(fs, opts.base, scope.dir);
+    } catch {
       // No such folder: nothing to find, unless a dangling link on the way was meant to lead to
       // one (`envs/qa/*.yaml` with envs/qa -> a folder that is gone): reported, as below it.
-      if (!(err instanceof LoopOnTheWay)) {
-        const link = unfollowedOnTheWay(fs, opts.base, scope.dir, mayFollow);
-        if (link !== undefined) unfollowed(link);
-      }
+      const link = unfollowedOnTheWay(fs, opts.base, scope.dir, mayFollow);
+      if (link !== undefined) unfollowed(link);
       continue;
     }
+    if ('loop' in way) {
+      loops.push([way.loop, way.real]);
+      continue;
+    }
+    const { real, chain } = way;
     // A glob that climbs out of the repository is refused before the walk (listWithTypes), unless
     // --follow-external-symlinks; whatever gets here, a folder outside is not walked.
     if (scope.dir !== '' && !mayFollow(real)) {
@@ -426,8 +416,6 @@ interface Chain {
   readonly up?: Chain;
 }
 
-class LoopOnTheWay extends Error {}
-
 /** Whether `real` is one of the folders on the path, or above one of them: a link to it loops. */
 function onPath(real: string, chain: Chain | undefined): boolean {
   for (let c = chain; c !== undefined; c = c.up) if (isInside(real, c.real)) return true;
@@ -442,23 +430,35 @@ function onPath(real: string, chain: Chain | undefined): boolean {
  * cannot be resolved is no loop (its read says what it is).
  */
 export function loopsOnTheWay(fs: WalkFs, base: string, path: string): boolean {
+  const cut = path.lastIndexOf('/');
   try {
-    let real = fs.realpath(base);
-    let chain: Chain = { real };
-    let prefix = base;
-    const names = path.split('/');
-    for (let i = 0; i < names.length - 1; i++) {
-      const name = names[i]!;
-      prefix = join(prefix, name);
-      const next = fs.realpath(prefix);
-      if (name !== '..' && name !== '.' && next !== join(real, name) && onPath(next, chain)) return true;
-      real = next;
-      chain = { real, up: chain };
-    }
-    return false;
+    return 'loop' in wayTo(fs, base, cut < 0 ? '' : path.slice(0, cut));
   } catch {
     return false;
   }
+}
+
+/** Where a way of folders leads: its end (by real path, with the folders on it), or its first link that loops. */
+type Way = { readonly real: string; readonly chain: Chain } | { readonly loop: string; readonly real: string };
+
+/**
+ * Goes down `dir` (relative to `base`, names split at "/") as the kernel does, each folder by
+ * its real path: the first name that is a link to a folder on its own way, or above one, is a
+ * loop (`loop`, the path to it, and `real`, where it leads). Throws when a name on the way
+ * cannot be resolved (gone, a dangling link).
+ */
+function wayTo(fs: WalkFs, base: string, dir: string): Way {
+  let real = fs.realpath(base);
+  let chain: Chain = { real };
+  let prefix = '';
+  for (const name of dir === '' ? [] : dir.split('/')) {
+    prefix = prefix === '' ? name : `${prefix}/${name}`;
+    const next = fs.realpath(join(base, prefix));
+    if (name !== '..' && name !== '.' && next !== join(real, name) && onPath(next, chain)) return { loop: prefix, real: next };
+    real = next;
+    chain = { real, up: chain };
+  }
+  return { real, chain };
 }
 
 /** The most paths tried through links in one listing (throughLinks): links × files has no other bound. */
