@@ -133,8 +133,8 @@ export async function resolveConfig(opts: ResolveConfigOptions): Promise<Resolve
   // `..` is taken textually below, as the shell's `cd` does; the kernel takes it after the name
   // before it, which must then be a folder: `--dir file.yaml/..` or `--dir gone/..` names nothing.
   if (opts.dir !== undefined && /(?:^|\/)\.\.(?:\/|$)/.test(opts.dir)) {
-    const why = whyNotAFolder(opts.dir.startsWith('/') ? opts.dir : `${opts.cwd.replace(/\/+$/, '')}/${opts.dir}`);
-    if (why !== undefined) throw new UserError(`--dir ${printable(opts.dir)} names no folder: ${why}; name the folder of the desired-state files`);
+    const not = whyNotAFolder(opts.dir.startsWith('/') ? opts.dir : `${opts.cwd.replace(/\/+$/, '')}/${opts.dir}`);
+    if (not !== undefined) throw new UserError(`--dir ${printable(opts.dir)} names no folder: ${not.why}; name the folder of the desired-state files`);
   }
   const reading = readPolicyFromEnv(opts.env);
   if (!reading.followExternalSymlinks) {

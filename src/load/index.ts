@@ -198,9 +198,9 @@ async function listWithTypes(config: ResolvedConfig): Promise<Listed> {
   } catch (err) {
     if (err instanceof UserError) throw err;
     // A dangling link or a loop of links on the way is named, not taken for a missing folder.
-    const why = whyNotAFolder(config.dir);
-    if (why === undefined || why === `${printable(config.dir)} does not exist`) throw new UserError(`the folder ${config.dir} does not exist; check --dir or the location of dus-sync.yaml`);
-    throw new UserError(`the folder ${config.dir} cannot be read: ${why}; check --dir or the location of dus-sync.yaml`);
+    const not = whyNotAFolder(config.dir);
+    if (not === undefined || not.kind === 'missing') throw new UserError(`the folder ${config.dir} does not exist; check --dir or the location of dus-sync.yaml`);
+    throw new UserError(`the folder ${config.dir} cannot be read: ${not.why}; check --dir or the location of dus-sync.yaml`);
   }
   return listIn(config);
 }

@@ -373,12 +373,19 @@ function readOpened(path: string, opts: ReadOptions, listed: boolean): ReadResul
   }
 }
 
+/** Why a path names no folder: the kind of failure, and a sentence naming the name on the way that fails. */
+export interface NotAFolder {
+  readonly kind: 'missing' | 'not-a-folder' | 'dangling' | 'loop' | 'unreadable';
+  readonly why: string;
+}
+
 /**
  * Why the folder at `path` cannot be gone into, as the kernel goes (each name in turn, `..` after
  * the name before it, not textually): the first name on the way that does not exist, is not a
- * folder, is a dangling link or a loop of links; undefined when it can be. `path` is absolute.
+ * folder, is a dangling link or a loop of links (`kind`, and `why`, a sentence naming it);
+ * undefined when it can be. `path` is absolute.
  */
-export function whyNotAFolder(path: string): string | undefined {
+export function whyNotAFolder(path: string): NotAFolder | undefined {
   try {
     if (statSync(path).isDirectory()) return undefined;
   } catch {
@@ -393,17 +400,17 @@ export function whyNotAFolder(path: string): string | undefined {
     try {
       if (lstatSync(prefix).isSymbolicLink()) link = readlinkSync(prefix);
     } catch {
-      return `${printable(prefix)} does not exist`;
+      return { kind: 'missing', why: `${printable(prefix)} does not exist` };
     }
     try {
       if (statSync(prefix).isDirectory()) continue;
-      return `${printable(prefix)} is not a folder`;
+      return { kind: 'not-a-folder', why: `${printable(prefix)} is not a folder` };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (link !== undefined && code === 'ELOOP') return `${printable(prefix)} is a symbolic link to ${JSON.stringify(printable(link))} that leads back to itself (a loop of links)`;
-      if (link !== undefined) return `${printable(prefix)} is a symbolic link to ${JSON.stringify(printable(link))}, which does not exist`;
-      return `${printable(prefix)} cannot be read (${code ?? 'error'})`;
+      if (link !== undefined && code === 'ELOOP') return { kind: 'loop', why: `${printable(prefix)} is a symbolic link to ${JSON.stringify(printable(link))} that leads back to itself (a loop of links)` };
+      if (link !== undefined) return { kind: 'dangling', why: `${printable(prefix)} is a symbolic link to ${JSON.stringify(printable(link))}, which does not exist` };
+      return { kind: 'unreadable', why: `${printable(prefix)} cannot be read (${code ?? 'error'})` };
     }
   }
-  return `${printable(path)} is not a folder`;
+  return { kind: 'not-a-folder', why: `${printable(path)} is not a folder` };
 }

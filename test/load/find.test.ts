@@ -129,6 +129,8 @@ describe.skipIf(process.platform === 'win32')('listResourceFiles', () => {
     await expect(list('tenants/dang/x')).rejects.toThrow(/tenants\/dang\/x cannot be read: \S*tenants\/dang is a symbolic link to "gone", which does not exist/);
     await expect(list('tenants/loop1')).rejects.toThrow(/tenants\/loop1 is a symbolic link to "loop2" that leads back to itself \(a loop of links\)/);
     await expect(list('tenants/missing')).rejects.toThrow(/the folder \S*tenants\/missing does not exist; check --dir/);
+    // Missing further up is missing too (told by the kind of failure, not by the sentence).
+    await expect(list('tenants/missing/deeper')).rejects.toThrow(/^the folder \S*tenants\/missing\/deeper does not exist; check --dir/);
     await expect(list('tenants/a.yaml/..')).rejects.toThrow(/^--dir tenants\/a.yaml\/.. names no folder: \S*tenants\/a.yaml is not a folder; name the folder/);
     await expect(list('tenants/gone/..')).rejects.toThrow(/^--dir tenants\/gone\/.. names no folder: \S*tenants\/gone does not exist/);
     expect(await list('tenants/../tenants')).toEqual(['a.yaml', 'dang', 'loop1', 'loop2']);
