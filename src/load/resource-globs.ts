@@ -116,6 +116,30 @@ function topLevelBar(glob: string): boolean {
   return false;
 }
 
+/**
+ * The first plain group (a parenthesis not opening an extglob, as `(eu)` in `prod (eu)`) that
+ * holds no "|" at its own level, or undefined: picomatch reads it as the text inside, without the
+ * parentheses, so `envs/prod (eu)/*.yaml` selects envs/prod eu. A group with a "|" is
+ * alternatives, as `@(…)` is, and is read as such. Escapes and classes are skipped.
+ */
+function plainGroup(glob: string): string | undefined {
+  const groups: { at: number; plain: boolean; bar: boolean }[] = [];
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') i = classEnd(glob, i);
+    else if (c === '(') {
+      const before = i > 0 && '@!?*+'.includes(glob[i - 1]!) && (i < 2 || glob[i - 2] !== '\\');
+      groups.push({ at: i, plain: !before, bar: false });
+    } else if (c === '|' && groups.length > 0) groups[groups.length - 1]!.bar = true;
+    else if (c === ')') {
+      const g = groups.pop();
+      if (g !== undefined && g.plain && !g.bar) return glob.slice(g.at, i + 1);
+    }
+  }
+  return undefined;
+}
+
 /** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
 function loneBrace(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
@@ -354,6 +378,11 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const slow = unbounded(glob);
   if (slow !== undefined) return slow;
+  const group = plainGroup(glob);
+  if (group !== undefined) {
+    const inside = group.slice(1, -1).slice(0, 40);
+    return { reason: `holds the group "${group.slice(0, 40)}", which picomatch reads as the text inside it without the parentheses ("envs/prod (eu)/*.yaml" selects envs/prod eu, not envs/prod (eu))`, advice: `write "[(]${inside}[)]" for the parentheses themselves, or "@(${inside}|…)" for alternatives` };
+  }
   try {
     if (picomatch.makeRe(glob).source === '$^') return { reason: 'is a glob picomatch cannot read (an unclosed bracket, brace or parenthesis, or a reversed range as in "[z-a]"?), so it matches no file', advice: 'correct it' };
   } catch {

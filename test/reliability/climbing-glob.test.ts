@@ -844,7 +844,8 @@ describe('a link the walk does not follow, where no glob can match below it', ()
 
   for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{prod|v2}/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"'],
     ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace'], ['envs/{prod}/*.yaml', 'holds the brace "{prod}" with one alternative'],
-    ['envs/***/fw.yaml', 'holds "***"'], ['y/b/**/*()?', 'holds the empty extglob "*()"'], ['t/[!_]*.yaml', 'holds the class "[!_]", which picomatch reads as the characters themselves']] as const) {
+    ['envs/***/fw.yaml', 'holds "***"'], ['y/b/**/*()?', 'holds the empty extglob "*()"'], ['t/[!_]*.yaml', 'holds the class "[!_]", which picomatch reads as the characters themselves'],
+    ['envs/prod (eu)/*.yaml', 'holds the group "(eu)", which picomatch reads as the text inside it'], ['envs/\\*(prod)/*.yaml', 'holds the group "(prod)"'], ['envs/@(a(b)|prod)/*.yaml', 'holds the group "(b)"'], ['envs/prod/report (1).yaml', 'holds the group "(1)"']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
@@ -852,6 +853,21 @@ describe('a link the walk does not follow, where no glob can match below it', ()
       expect(r.stdout + r.stderr).toContain(says);
     });
   }
+
+  it('a folder named with parentheses is read by the glob that names it ([(]eu[)] or \\(eu\\)), never its sibling without them; a group with "|" is alternatives', async () => {
+    // The sibling without parentheses is invalid: read, validate would fail naming it.
+    const repo = tree({ 'envs/prod (eu)/a.yaml': firmware('1.0.0'), 'envs/prod eu/b.yaml': 'kind: Nope\n', 'envs/qa/c.yaml': firmware('2.0.0') });
+    for (const [glob, files] of [['envs/prod[ ][(]eu[)]/*.yaml', 1], ['envs/prod \\(eu\\)/*.yaml', 1], ['envs/(prod[ ][(]eu[)]|qa)/*.yaml', 2]] as const) {
+      writeFileSync(join(repo, 'dus-sync.yaml'), config([glob]));
+      const r = await runCli(['validate'], { cwd: repo });
+      expect([r.code, r.stdout], glob).toEqual([0, `${files} file${files === 1 ? '' : 's'}, ${files} document${files === 1 ? '' : 's'}: valid\n`]);
+    }
+    writeFileSync(join(repo, 'dus-sync.yaml'), config(['envs/(prod (eu)|qa)/*.yaml']));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).toContain('holds the group "(eu)"');
+    expect(r.stdout + r.stderr).not.toContain('b.yaml');
+  });
 
   it('where a glob may match below it, it is still reported: envs/qa dangling, envs/prod/x a link out', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['envs/+(prod|qa)/*.yaml']), 'envs/prod/a.yaml': firmware('1.0.0') });
