@@ -140,6 +140,17 @@ function plainGroup(glob: string): string | undefined {
   return undefined;
 }
 
+/** Whether a '"' stands unescaped outside every class: picomatch reads text between quotes as plain text, quotes removed. */
+function bareQuote(glob: string): boolean {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') i = classEnd(glob, i);
+    else if (c === '"') return true;
+  }
+  return false;
+}
+
 /** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
 function loneBrace(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
@@ -342,6 +353,9 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   if (topLevelBar(glob)) {
     return { reason: 'holds a "|" outside parentheses, which picomatch reads as "or" between everything before it and everything after it ("envs/prod|qa/*.yaml" is envs/prod, or qa/*.yaml), and the walk lists neither', advice: 'write two globs, or an extglob, as in "envs/@(prod|qa)/*.yaml"' };
+  }
+  if (bareQuote(glob)) {
+    return { reason: 'holds a double quote ("), and picomatch reads text between double quotes as plain text without them: y/*"d".yaml selects y/cd.yaml, not y/c"d".yaml', advice: 'write ["] for the quote itself' };
   }
   const range = wideRange(glob);
   if (range !== undefined) {

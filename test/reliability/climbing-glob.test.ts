@@ -845,7 +845,7 @@ describe('a link the walk does not follow, where no glob can match below it', ()
   for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{prod|v2}/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"'],
     ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace'], ['envs/{prod}/*.yaml', 'holds the brace "{prod}" with one alternative'],
     ['envs/***/fw.yaml', 'holds "***"'], ['y/b/**/*()?', 'holds the empty extglob "*()"'], ['t/[!_]*.yaml', 'holds the class "[!_]", which picomatch reads as the characters themselves'],
-    ['envs/prod (eu)/*.yaml', 'holds the group "(eu)", which picomatch reads as the text inside it'], ['envs/\\*(prod)/*.yaml', 'holds the group "(prod)"'], ['envs/@(a(b)|prod)/*.yaml', 'holds the group "(b)"'], ['envs/prod/report (1).yaml', 'holds the group "(1)"']] as const) {
+    ['envs/prod (eu)/*.yaml', 'holds the group "(eu)", which picomatch reads as the text inside it'], ['envs/\\*(prod)/*.yaml', 'holds the group "(prod)"'], ['envs/@(a(b)|prod)/*.yaml', 'holds the group "(b)"'], ['envs/prod/report (1).yaml', 'holds the group "(1)"'], ['envs/*"rod"/*.yaml', 'holds a double quote']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
@@ -862,6 +862,10 @@ describe('a link the walk does not follow, where no glob can match below it', ()
       const r = await runCli(['validate'], { cwd: repo });
       expect([r.code, r.stdout], glob).toEqual([0, `${files} file${files === 1 ? '' : 's'}, ${files} document${files === 1 ? '' : 's'}: valid\n`]);
     }
+    // The same for a double quote, which picomatch takes as quoting: ["] is the character.
+    const quoted = tree({ 'y/c"d".yaml': firmware('1.0.0'), 'y/cd.yaml': 'kind: Nope\n' });
+    writeFileSync(join(quoted, 'dus-sync.yaml'), config(['y/*["]d["].yaml']));
+    expect((await runCli(['validate'], { cwd: quoted })).stdout).toBe('1 file, 1 document: valid\n');
     writeFileSync(join(repo, 'dus-sync.yaml'), config(['envs/(prod (eu)|qa)/*.yaml']));
     const r = await runCli(['validate'], { cwd: repo });
     expect(r.code).toBe(1);
