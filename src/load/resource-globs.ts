@@ -181,22 +181,25 @@ function wideRange(glob: string): string | undefined {
   return undefined;
 }
 
-/** The first brace or parenthesis of a glob left open or closed without an opener (escapes and classes skipped), or undefined. */
-function unbalanced(glob: string): string | undefined {
+/**
+ * The first brace or parenthesis of a glob left open, or the first closer without an opener
+ * (escapes and classes skipped, classes as picomatch reads them), or undefined.
+ */
+function unbalanced(glob: string): { readonly char: string; readonly closer: boolean } | undefined {
   const open: string[] = [];
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;
     if (c === '\\') i++;
-    else if (c === '[') {
-      const end = glob.indexOf(']', i + 2);
-      if (end > 0) i = end;
-    } else if (c === '(' || c === '{') open.push(c);
+    else if (c === '[') i = classEnd(glob, i);
+    else if (c === '(' || c === '{') open.push(c);
     else if (c === ')' || c === '}') {
       const opener = c === ')' ? '(' : '{';
-      if (open.pop() !== opener) return opener;
+      const last = open.pop();
+      if (last === undefined) return { char: c, closer: true };
+      if (last !== opener) return { char: last, closer: false };
     }
   }
-  return open[0];
+  return open[0] === undefined ? undefined : { char: open[0], closer: false };
 }
 
 /** Most samples of a glob that hiddenName looks at (brace chains multiply them). */
@@ -349,7 +352,9 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const unclosed = unbalanced(glob);
   if (unclosed !== undefined) {
-    return { reason: `holds a "${unclosed}" that is not closed (or a closer that was not opened), which picomatch then reads as the character itself`, advice: `close it, or write \\${unclosed} for the character` };
+    const { char, closer } = unclosed;
+    if (closer) return { reason: `holds a "${char}" that closes nothing opened before it, which picomatch then reads as the character itself`, advice: `write \\${char} for the character, or open it` };
+    return { reason: `holds a "${char}" that is not closed (or a closer that was not opened), which picomatch then reads as the character itself`, advice: `close it, or write \\${char} for the character` };
   }
   if (topLevelBar(glob)) {
     return { reason: 'holds a "|" outside parentheses, which picomatch reads as "or" between everything before it and everything after it ("envs/prod|qa/*.yaml" is envs/prod, or qa/*.yaml), and the walk lists neither', advice: 'write two globs, or an extglob, as in "envs/@(prod|qa)/*.yaml"' };
@@ -383,6 +388,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
     return { reason: 'starts with "./!", which picomatch reads as "every file but" what follows', advice: 'write "!" first to exclude ("!tenants/archive/**"), or drop the "!"' };
   }
   const named = hiddenName(glob);
+  // `x/*(prod|qa).yaml`: the extglob may match nothing, and what is left names a dot-file.
+  if (named !== undefined && hiddenName(glob.replace(/(?<!\\)([*?])\(/g, (_, c: string) => (c === '*' ? '+(' : '@('))) === undefined) {
+    return { reason: `can name "${named.slice(0, 60)}", a dot-file or dot-folder, which dus-sync never reads: a "*(…)" or "?(…)" in it may match nothing`, advice: 'write "@(…)" for exactly one of the alternatives, or "+(…)" for one or more' };
+  }
   if (named !== undefined) {
     return { reason: `names "${named.slice(0, 60)}" in a brace, an extglob or a class, ${named === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
   }

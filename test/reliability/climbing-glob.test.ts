@@ -483,12 +483,14 @@ describe('globs that a pull request can bend, round seven', () => {
     ['{a,b,{c,node_modules}}/*.yaml', /names "node_modules"/],
     ['node{_modules,x}/*.yaml', /names "node_modules"/],
     ['no{de_mod,x}ules/*.yaml', /names "node_modules"/],
-    ['?(a)[.]h/*.yaml', /names "\.h"/],
+    ['?(a)[.]h/*.yaml', /can name "\.h", a dot-file or dot-folder, which dus-sync never reads: a "\*\(…\)" or "\?\(…\)" in it may match nothing/],
     ['{,.}h/*.yaml', /names "\.h"/],
     [' tenants/*.yaml', /starts or ends with a space/],
     ['{', /holds a "\{" that is not closed/],
     ['+(a/*.yaml', /holds a "\(" that is not closed \(or a closer that was not opened\), which picomatch then reads as the character itself: close it, or write \\\( for the character/],
     ['tenants/{a,b/*.yaml', /holds a "\{" that is not closed/],
+    ['x/[{]a}/*.yaml', /holds a "\}" that closes nothing opened before it, which picomatch then reads as the character itself: write \\\} for the character/],
+    ['x/*(prod|qa).yaml', /can name "\.yaml", a dot-file or dot-folder, which dus-sync never reads: a "\*\(…\)" or "\?\(…\)" in it may match nothing: write "@\(…\)"/],
     ['t/(?=a).yaml', /holds a form V8 cannot match in linear time/],
   ];
   for (const [glob, message] of cases) {
