@@ -151,6 +151,45 @@ function bareQuote(glob: string): boolean {
   return false;
 }
 
+/**
+ * What of a glob picomatch passes to its regular expression as regular-expression syntax,
+ * outside classes and escapes of punctuation: a backslash before a letter or digit (`\\d` is any
+ * digit there, `\\x41` is "A", `\\1` a back-reference) or a group's modifier after "(" (`(?:a|b)`).
+ * The text found, or undefined.
+ */
+function regExpSyntax(glob: string): string | undefined {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') {
+      if (/[A-Za-z0-9]/.test(glob[i + 1] ?? '')) return glob.slice(i, i + 2);
+      i++;
+    } else if (c === '[') {
+      // Inside a class too: `[\\d]` is a class of digits.
+      const end = classEnd(glob, i);
+      const inner = glob.slice(i + 1, end);
+      const m = /\\[A-Za-z0-9]/.exec(inner.replace(/\\\\/g, ''));
+      if (end > i && m !== null) return m[0];
+      if (end > i) i = end;
+    } else if (c === '(' && glob[i + 1] === '?') return '(?';
+  }
+  return undefined;
+}
+
+/** The first "[" that is no class, left open (picomatch reads it as the character), or one starting "[!" however it ends; undefined when none. */
+function openOrBangBracket(glob: string): { readonly text: string; readonly open: boolean } | undefined {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') {
+      const end = classEnd(glob, i);
+      if (glob[i + 1] === '!') return { text: end > i ? glob.slice(i, end + 1) : glob.slice(i, i + 3), open: false };
+      if (end === i) return { text: '[', open: true };
+      i = end;
+    }
+  }
+  return undefined;
+}
+
 /** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
 function loneBrace(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
@@ -350,6 +389,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
       return { reason: `names "${plain.slice(0, 60)}", ${plain === 'node_modules' ? 'a node_modules folder' : 'a dot-file or dot-folder'}, which dus-sync never reads (it skips them as git tools and linters do)`, advice: 'move the files out of it' };
     }
   }
+  const bracket = openOrBangBracket(glob);
+  if (bracket?.open === true) {
+    return { reason: 'holds a "[" that is not closed, which picomatch then reads as the character itself, and the walk does not', advice: 'close it, or write \\[ for the character' };
+  }
   const unclosed = unbalanced(glob);
   if (unclosed !== undefined) {
     const { char, closer } = unclosed;
@@ -373,9 +416,9 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (emptyExtglob !== null) {
     return { reason: `holds the empty extglob "${emptyExtglob[0]}", which picomatch reads as nothing, so the glob can select paths its last part does not name`, advice: 'write something between the parentheses, or drop the extglob' };
   }
-  const bang = classes(glob).find((c) => c.startsWith('[!'));
+  const bang = bracket?.text;
   if (bang !== undefined) {
-    return { reason: `holds the class "${bang.slice(0, 40)}", which picomatch reads as the characters themselves, "!" among them, not as "any character but" ("t/[!_]*.yaml" selects t/_partial.yaml, not t/prod.yaml)`, advice: `write "[^${bang.slice(2, 40)}" for any character but those` };
+    return { reason: `holds the class "${bang.slice(0, 40)}", which picomatch reads as the characters themselves, "!" among them, not as "any character but" ("t/[!_]*.yaml" selects t/_partial.yaml, not t/prod.yaml)`, advice: bang.length <= 3 ? 'write "\\[!\\]" for the brackets themselves, or "!" for the character' : `write "[^${bang.slice(2, 40)}" for any character but those` };
   }
   const lone = loneBrace(glob);
   if (lone !== undefined) {
@@ -401,6 +444,12 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const slow = unbounded(glob);
   if (slow !== undefined) return slow;
+  const syntax = regExpSyntax(glob);
+  if (syntax !== undefined) {
+    return syntax === '(?'
+      ? { reason: 'holds "(?", which picomatch passes to its regular expression as a group\'s modifier ("r(?:a|b).yaml" selects ra.yaml and rb.yaml, not r?:a.yaml)', advice: 'write "[?]" for the character, or "@(a|b)" for alternatives' }
+      : { reason: `holds "${syntax}", which picomatch passes to its regular expression, where a backslash before a letter or digit is a class or a code ("\\d" is any digit, "\\x41" is "A"), not the character`, advice: `write "${syntax.slice(1)}" itself, without the backslash` };
+  }
   const group = plainGroup(glob);
   if (group !== undefined) {
     const inside = group.slice(1, -1).slice(0, 40);

@@ -847,7 +847,9 @@ describe('a link the walk does not follow, where no glob can match below it', ()
   for (const [glob, says] of [['envs/prod|qa/*.yaml', 'holds a "|" outside parentheses'], ['envs/{prod|v2}/*.yaml', 'holds a "|" outside parentheses'], ['envs/{1..10}/*.yaml', 'holds the range "{1..10}"'], ['releases/{2023..2025}/*.yaml', 'holds the range "{2023..2025}"'],
     ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace'], ['envs/{prod}/*.yaml', 'holds the brace "{prod}" with one alternative'],
     ['envs/***/fw.yaml', 'holds "***"'], ['y/b/**/*()?', 'holds the empty extglob "*()"'], ['t/[!_]*.yaml', 'holds the class "[!_]", which picomatch reads as the characters themselves'],
-    ['envs/prod (eu)/*.yaml', 'holds the group "(eu)", which picomatch reads as the text inside it'], ['envs/\\*(prod)/*.yaml', 'holds the group "(prod)"'], ['envs/@(a(b)|prod)/*.yaml', 'holds the group "(b)"'], ['envs/prod/report (1).yaml', 'holds the group "(1)"'], ['envs/*"rod"/*.yaml', 'holds a double quote']] as const) {
+    ['envs/prod (eu)/*.yaml', 'holds the group "(eu)", which picomatch reads as the text inside it'], ['envs/\\*(prod)/*.yaml', 'holds the group "(prod)"'], ['envs/@(a(b)|prod)/*.yaml', 'holds the group "(b)"'], ['envs/prod/report (1).yaml', 'holds the group "(1)"'], ['envs/*"rod"/*.yaml', 'holds a double quote'],
+    ['envs/pro\\d/*.yaml', 'holds "\\d", which picomatch passes to its regular expression'], ['envs/pro[\\w]/*.yaml', 'holds "\\w"'], ['envs/pro\\x64/*.yaml', 'holds "\\x"'], ['envs/(?:prod|qa)/*.yaml', 'holds "(?", which picomatch passes to its regular expression'],
+    ['envs/p[!]od/*.yaml', 'holds the class "[!]"'], ['envs/p[*/*.yaml', 'holds a "[" that is not closed']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
