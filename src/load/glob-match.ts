@@ -156,7 +156,7 @@ function leadingClimbs(glob: string): number {
  * must be the path's.
  */
 export function globMatcher(globs: readonly string[]): (path: string) => boolean {
-  const compiled = globs.map((g) => ({ re: globRegExp(g), climbs: leadingClimbs(g) }));
+  const compiled = globs.map((g) => ({ re: globRegExp(g), climbs: leadingClimbs(g), pairs: undefined as RegExp | undefined }));
   return (path) => {
     // Leading `..` folders, then names that are neither empty nor start with '.'; without
     // splitting the path, as this runs for every file listed.
@@ -173,9 +173,50 @@ export function globMatcher(globs: readonly string[]): (path: string) => boolean
       if (slash < 0) break;
       at = slash + 1;
     }
+    // A character outside the basic plane (an emoji) is two code units to the expression: on
+    // such a path, the expression that takes them as one character (made on first need).
+    if (SURROGATE.test(path)) {
+      for (const c of compiled) if (c.climbs === climbs && (c.pairs ??= wholePairs(c.re)).test(path)) return true;
+      return false;
+    }
     for (const c of compiled) if (c.climbs === climbs && c.re.test(path)) return true;
     return false;
   };
+}
+
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/**
+ * `re` with every negated class (picomatch's `[^/]` of `?` and `*`, a glob's `[^x]`) taking a
+ * character outside the basic plane whole, as its two code units, and never one of them alone:
+ * `??` no longer matches one emoji, `?` matches one, and `*` cannot stop between the two halves
+ * (no other atom matches a half alone: literals are whole pairs, and src/load/resource-globs.ts
+ * refuses classes holding such characters or ranges across the surrogates). Paths without them
+ * are matched the same by either expression.
+ */
+export function wholePairs(re: RegExp): RegExp {
+  const source = re.source;
+  let out = '';
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!;
+    if (c === '\\') {
+      out += source.slice(i, i + 2);
+      i++;
+      continue;
+    }
+    if (c !== '[') {
+      out += c;
+      continue;
+    }
+    // A class as JavaScript reads it: a ']' ends it wherever it stands, unless escaped.
+    let j = i + 1;
+    while (j < source.length && source[j] !== ']') j += source[j] === '\\' ? 2 : 1;
+    const cls = source.slice(i, j + 1);
+    out += cls.startsWith('[^') ? `(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|${cls.slice(0, -1)}\\uD800-\\uDFFF])` : cls;
+    i = j;
+  }
+  linearFallback();
+  return new RegExp(out, re.flags);
 }
 
 /** Most alternatives a glob's braces are expanded into by folderMayHold; past it, any folder may hold a match. */

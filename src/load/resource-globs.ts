@@ -442,6 +442,13 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (slash !== undefined) {
     return { reason: `holds the class "${slash.slice(0, 40)}", which can match "/", so the glob could name files deeper than its "/" say, which the walk does not list`, advice: 'leave "/" out of the class and name each folder level with "/"' };
   }
+  // A class holding a character outside the basic plane (two code units), or ranging over the
+  // code units that make such characters: picomatch's class reads the halves, src/load/glob-match.ts
+  // (wholePairs) takes such a character as one only outside classes.
+  const halves = classes(glob).find((c) => /[\uD800-\uDFFF]/.test(c) || (!c.startsWith('[^') && ['\uD800', '\uDBFF', '\uDC00', '\uDFFF'].some((x) => classRegExp(c)?.test(x) === true)));
+  if (halves !== undefined) {
+    return { reason: `holds the class "${halves.slice(0, 40)}", which holds or ranges over characters outside the basic plane (an emoji, say): picomatch's classes read each as two halves, so it matches other characters than it names`, advice: 'write such a character outside a class, or the alternatives as an extglob, as in "@(😀|🚀)"' };
+  }
   const slow = unbounded(glob);
   if (slow !== undefined) return slow;
   const syntax = regExpSyntax(glob);

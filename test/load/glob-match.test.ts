@@ -51,6 +51,30 @@ describe('glob matchers without picomatch\'s guards', () => {
     expect(matched / checked).toBeGreaterThan(0.04);
   });
 
+  it('take a character outside the basic plane (an emoji: two UTF-16 code units) as one character, as they take any other', () => {
+    // The oracle: the same glob and path with each such character swapped for one of the basic
+    // plane, which every matcher takes as one character.
+    const swap = (x: string) => x.replaceAll('😀', 'Ω').replaceAll('🚀', 'Ж');
+    const char = fc.constantFrom('a', 'b', '😀', '🚀');
+    const nm = fc.array(char, { minLength: 1, maxLength: 4 }).map((cs) => cs.join(''));
+    const wildPart = fc.constantFrom('?', '??', '*', '[^a]', '[^a]?', '*😀*', '@(😀|a)', '+(🚀)', '?(😀)b', 'a*', '*?', '{😀,b}?', '[ab]?', '**');
+    const gp = fc.array(fc.oneof(nm, wildPart), { minLength: 1, maxLength: 3 }).chain((parts) => fc.tuple(fc.constant(parts.join('/')),
+      fc.array(fc.array(nm, { minLength: 1, maxLength: 3 }).map((ns) => ns.join('/')), { minLength: 1, maxLength: 10 })));
+    let matched = 0;
+    fc.assert(fc.property(gp, ([g, paths]) => {
+      if (globProblem(g) !== undefined) return;
+      const ours = globMatcher([g]);
+      const oracle = globMatcher([swap(g)]);
+      for (const p of paths) {
+        expect([g, p, ours(p)]).toEqual([g, p, oracle(swap(p))]);
+        if (ours(p)) matched++;
+      }
+    }), { numRuns: Number(process.env.GLOB_RUNS ?? 3000) });
+    expect(matched).toBeGreaterThan(100);
+    // And classes that would read the halves are refused.
+    for (const g of ['r[😀]*.yaml', 'r[^😀]*.yaml', 'r[a-\uFFFF].yaml']) expect([g, globProblem(g)?.reason]).toEqual([g, expect.stringContaining('outside the basic plane')]);
+  });
+
   it('keep no lookaround but for negated extglobs', () => {
     for (const g of ['tenants/**/*.yaml', '**/*.{yaml,yml}', 'tenants/*-prod*.yaml', '+(*/)*.yaml', '*.y?(a)ml', '**']) expect([g, hasLookaround(globRegExp(g))]).toEqual([g, false]);
     expect(hasLookaround(globRegExp('!(archive)/*.yaml'))).toBe(true);

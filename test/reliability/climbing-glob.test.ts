@@ -877,6 +877,18 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     expect(r.stdout + r.stderr).not.toContain('b.yaml');
   });
 
+  it('an emoji in a name is one character to "?", "[^x]" and exclusions, as any other character', async () => {
+    // Each file read that should not be is invalid: validate would name it.
+    const repo = tree({ 'r😀s.yaml': firmware('1.0.0'), 'ras.yaml': firmware('2.0.0'), 'rs.yaml': 'kind: Nope\n', 'r😀😀s.yaml': 'kind: Nope\n' });
+    for (const [globs, files] of [[['r?s.yaml'], 2], [['r[^x]s.yaml'], 2], [['r*.yaml', '!r??s.yaml', '!rs.yaml'], 2]] as const) {
+      writeFileSync(join(repo, 'dus-sync.yaml'), config([...globs]));
+      const r = await runCli(['validate'], { cwd: repo });
+      expect([globs, r.code, r.stdout]).toEqual([globs, 0, `${files} files, ${files} documents: valid\n`]);
+    }
+    writeFileSync(join(repo, 'dus-sync.yaml'), config(['r??s.yaml']));
+    expect((await runCli(['validate'], { cwd: repo })).stdout + '').not.toContain('r😀s.yaml');
+  });
+
   it('where a glob may match below it, it is still reported: envs/qa dangling, envs/prod/x a link out', async () => {
     const repo = tree({ 'dus-sync.yaml': config(['envs/+(prod|qa)/*.yaml']), 'envs/prod/a.yaml': firmware('1.0.0') });
     symlinkSync('/nonexistent-dus-sync', join(repo, 'envs/qa'));
