@@ -393,6 +393,9 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (bracket?.open === true) {
     return { reason: 'holds a "[" that is not closed, which picomatch then reads as the character itself, and the walk does not', advice: 'close it, or write \\[ for the character' };
   }
+  if (/(?:^|[^\\])(?:\\\\)*\\\{/.test(glob.replace(/\[[^\]]*\]/g, ''))) {
+    return { reason: 'holds "\\{", after which picomatch\'s reading of the glob\'s folders takes the rest as plain text, so the walk would not go below a "**" or a wildcard folder after it ("p\\{q/**" read p{q/ without its subfolders)', advice: 'write [{] for the character' };
+  }
   const unclosed = unbalanced(glob);
   if (unclosed !== undefined) {
     const { char, closer } = unclosed;
@@ -486,6 +489,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   const dot = /(?:^|[/{,(|])\.(?=$|[/},)|])/.exec(rest);
   // A brace can make one of its paths hold `//` (`envs/{/prod,z}`, `envs/{prod/,z}`), start or end with '/'.
   const emptyName = samples(glob).some((x) => x.includes('//') || x.startsWith('/') || x.endsWith('/'));
+  const oneOrMore = glob.replace(/(?<!\\)([*?])\(/g, (_, c: string) => (c === '*' ? '+(' : '@('));
+  if (dot === null && !rest.includes('//') && emptyName && !samples(oneOrMore).some((x) => x.includes('//') || x.startsWith('/') || x.endsWith('/'))) {
+    return { reason: 'can name a path with an empty folder name ("//"): a "*(…)" or "?(…)" that is a whole folder name may match nothing', advice: 'write "@(…)" for exactly one of the alternatives, or "+(…)" for one or more' };
+  }
   if (dot !== null || rest.includes('//') || emptyName) {
     return { reason: `names its folders in a form that no listed path has ("${dot !== null ? '.' : '//'}" after its first wildcard or brace), so that part would match no file`, advice: 'write each folder plainly' };
   }
@@ -493,7 +500,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   // habit, `!archive`), which matches no file here.
   if (!scan.isGlob) {
     const last = glob.slice(glob.lastIndexOf('/') + 1);
-    if (!last.includes('.')) {
+    // picomatch's scan says "no glob" for all of `p\\{q/**` after an escaped brace; its matcher
+    // still reads the `**` (a wildcard not escaped is no folder's name).
+    const wildcard = /(?:^|[^\\])(?:\\\\)*[*?]/.test(last);
+    if (!last.includes('.') && !wildcard) {
       const folder = glob.replace(/^\.\//, '');
       return { reason: 'names no file (a folder, by its look: globs here match files, not folders)', advice: `write ${JSON.stringify(`${isExclusion(pattern) ? '!' : ''}${folder}/**`)} for everything below it` };
     }

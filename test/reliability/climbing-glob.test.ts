@@ -849,7 +849,8 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     ['envs/***/fw.yaml', 'holds "***"'], ['y/b/**/*()?', 'holds the empty extglob "*()"'], ['t/[!_]*.yaml', 'holds the class "[!_]", which picomatch reads as the characters themselves'],
     ['envs/prod (eu)/*.yaml', 'holds the group "(eu)", which picomatch reads as the text inside it'], ['envs/\\*(prod)/*.yaml', 'holds the group "(prod)"'], ['envs/@(a(b)|prod)/*.yaml', 'holds the group "(b)"'], ['envs/prod/report (1).yaml', 'holds the group "(1)"'], ['envs/*"rod"/*.yaml', 'holds a double quote'],
     ['envs/pro\\d/*.yaml', 'holds "\\d", which picomatch passes to its regular expression'], ['envs/pro[\\w]/*.yaml', 'holds "\\w"'], ['envs/pro\\x64/*.yaml', 'holds "\\x"'], ['envs/(?:prod|qa)/*.yaml', 'holds "(?", which picomatch passes to its regular expression'],
-    ['envs/p[!]od/*.yaml', 'holds the class "[!]"'], ['envs/p[*/*.yaml', 'holds a "[" that is not closed']] as const) {
+    ['envs/p[!]od/*.yaml', 'holds the class "[!]"'], ['envs/p[*/*.yaml', 'holds a "[" that is not closed'], ['envs/p\\{q/**', 'holds "\\{", after which'],
+    ['!envs/?(prod)/**', 'can name a path with an empty folder name ("//"): a "*(…)" or "?(…)" that is a whole folder name may match nothing']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
