@@ -213,6 +213,10 @@ function braceHasComma(glob: string, at: number): boolean {
 
 /** The first brace range (`{a..b}`) whose ends are not single characters, or that has a step, or undefined. */
 function wideRange(glob: string): string | undefined {
+  // A range of other characters than letters and digits (`{+..-}`): picomatch's class of the
+  // characters between, a shell's text itself.
+  const other = /(?<!\\)\{([^A-Za-z0-9{},\\])\.\.([^{},\\])\}|(?<!\\)\{([^{},\\])\.\.([^A-Za-z0-9{},\\])\}/.exec(glob);
+  if (other !== null) return other[0];
   for (const m of glob.matchAll(/(?<!\\)\{([-+]?[A-Za-z0-9]+)\.\.([-+]?[A-Za-z0-9]+)(\.\.[-+]?[0-9]+)?\}/g)) {
     const [, from, to, step] = m;
     if (from!.length !== 1 || to!.length !== 1 || step !== undefined) return m[0];
@@ -410,7 +414,7 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const range = wideRange(glob);
   if (range !== undefined) {
-    return { reason: `holds the range "${range.slice(0, 40)}", which picomatch reads as a class of single characters or as the text itself ("{1..10}" is "1" or "0"; "{2023..2025}" is "2023..2025"), not as the values between`, advice: 'write the values out, as in "{2023,2024,2025}", or a range of single characters, as in "{1..9}"' };
+    return { reason: `holds the range "${range.slice(0, 40)}", which picomatch reads as a class of single characters or as the text itself ("{1..10}" is "1" or "0"; "{2023..2025}" is "2023..2025"; "{+..-}" is "+", "," or "-"), not as a shell does`, advice: 'write the values out, as in "{2023,2024,2025}", or a range of single characters, as in "{1..9}"' };
   }
   if (/(?<!\\)\*{3,}/.test(glob)) {
     return { reason: 'holds "***", which picomatch reads otherwise than "**" or "*": a "." after it then matches any character, "/" among them ("envs/***/fw.yaml" selects envs/y/fw/yaml)', advice: 'write "**" for any folders, or "*" for part of a name' };
