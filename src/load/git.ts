@@ -8,7 +8,7 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { UserError } from '../errors.js';
 import { formatSize } from '../limits.js';
 import { DISK, type WalkEntry, type WalkFs } from './find.js';
-import { climbsOut } from './read-file.js';
+import { climbsOut, utf8Text } from './read-file.js';
 
 export interface FileAtRef {
   /** Relative to the folder asked for, with forward slashes. */
@@ -207,7 +207,7 @@ function parseBatch(buf: Buffer, repoPaths: readonly string[]): Map<string, stri
     const [, type, size] = header.split(' ');
     const n = Number(size);
     if (!Number.isInteger(n)) throw new Error(`git cat-file answered "${header}"`);
-    out.set(path, type === 'blob' ? buf.subarray(pos, pos + n).toString('utf8') : undefined);
+    out.set(path, type === 'blob' ? utf8Text(buf.subarray(pos, pos + n)) : undefined);
     pos += n + 1; // the content and its trailing newline
   }
   return out;

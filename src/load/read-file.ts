@@ -4,6 +4,7 @@
 // operator allowed it. Nothing is opened before lstat/stat (or the folder's listing, readdir's
 // file type) said it is a regular file, the open does not follow a link in the last place, and
 // it is non-blocking, so a FIFO or a link swapped in between cannot hang us or lead us out either.
+import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, isAbsolute, relative, sep } from 'node:path';
 import { formatSize } from '../limits.js';
@@ -364,7 +365,7 @@ function readOpened(path: string, opts: ReadOptions, listed: boolean): ReadResul
       n += got;
     }
     if (n > maxBytes) return tooLarge(undefined, maxBytes);
-    const text = buf.toString('utf8', 0, n);
+    const text = utf8Text(buf.subarray(0, n));
     return deferred ? { ok: true, text, stat: st, unconfirmed: true } : { ok: true, text, stat: st };
   } catch (err) {
     return unreadable(err);
@@ -413,4 +414,14 @@ export function whyNotAFolder(path: string): NotAFolder | undefined {
     }
   }
   return { kind: 'not-a-folder', why: `${printable(path)} is not a folder` };
+}
+
+/**
+ * The text of bytes read as UTF-8. Bytes that are not UTF-8 decode to U+FFFD, as a real U+FFFD
+ * does: such a text is given a NUL first, which the parser refuses as "not UTF-8 text"
+ * (src/load/yaml-source.ts), while a file holding a real U+FFFD is read as written.
+ */
+export function utf8Text(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
+  return text.includes('\uFFFD') && !isUtf8(bytes) ? `\u0000${text}` : text;
 }

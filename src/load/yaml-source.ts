@@ -39,7 +39,7 @@ export function parseYamlSource(file: string, rawText: string, maxBytes = MAX_FI
   if (rawText.length > maxBytes) {
     return fail(`the file is larger than ${formatSize(maxBytes)}; desired-state files are small, so this is probably not one: split it, move it out of the resources, or ${RAISE_LIMIT}`);
   }
-  if (rawText.includes('\u0000') || rawText.includes('\uFFFD')) {
+  if (rawText.includes('\u0000')) {
     return fail('the file is not UTF-8 text (is it binary?); remove it from the resources folder');
   }
   // Editors show line 1 without the BOM, so positions are counted without it.
