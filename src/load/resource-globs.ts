@@ -190,6 +190,17 @@ function openOrBangBracket(glob: string): { readonly text: string; readonly open
   return undefined;
 }
 
+/** The first ")" followed by "?" or "+" (escapes and classes skipped): picomatch copies the pair into its expression, where it is "optional" or "once or more" of the group. */
+function quantifiedGroup(glob: string): string | undefined {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') i = classEnd(glob, i);
+    else if (c === ')' && (glob[i + 1] === '?' || glob[i + 1] === '+')) return glob.slice(i, i + 2);
+  }
+  return undefined;
+}
+
 /** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
 function loneBrace(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
@@ -458,11 +469,18 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const slow = unbounded(glob);
   if (slow !== undefined) return slow;
+  if (glob.includes('\\\\\\')) {
+    return { reason: 'holds three or more backslashes in a row, which picomatch reads as one escaped backslash, however many there are ("r\\\\\\\\x.yaml" is r\\x.yaml)', advice: 'write "[\\\\]" for each backslash of a name' };
+  }
   const syntax = regExpSyntax(glob);
   if (syntax !== undefined) {
     return syntax === '(?'
-      ? { reason: 'holds "(?", which picomatch passes to its regular expression as a group\'s modifier ("r(?:a|b).yaml" selects ra.yaml and rb.yaml, not r?:a.yaml)', advice: 'write "[?]" for the character, or "@(a|b)" for alternatives' }
+      ? { reason: 'holds "(?", which picomatch does not read as a parenthesis and a wildcard: in its regular expression a group\'s modifier ("r(?:a|b).yaml" selects ra.yaml and rb.yaml), in an extglob the text itself ("@(?|ab).yaml" is @?.yaml or @ab.yaml)', advice: 'write "[?]" for the character; a "?" wildcard cannot come first inside parentheses' }
       : { reason: `holds "${syntax}", which picomatch passes to its regular expression, where a backslash before a letter or digit is a class or a code ("\\d" is any digit, "\\x41" is "A"), not the character`, advice: `write "${syntax.slice(1)}" itself, without the backslash` };
+  }
+  const quantified = quantifiedGroup(glob);
+  if (quantified !== undefined) {
+    return { reason: `holds "${quantified}", which picomatch passes to its regular expression, where it makes the group before it ${quantified.endsWith('?') ? 'optional' : 'repeat'} ("p/@(ab)?.yaml" selects p/ab.yaml, not p/abc.yaml; "@(a)+" selects a and aa, not a+)`, advice: `write "[${quantified[1]}]" for the character; for a wildcard, put it inside each alternative, as in "@(ab?)"` };
   }
   const group = plainGroup(glob);
   if (group !== undefined) {

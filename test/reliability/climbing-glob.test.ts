@@ -848,9 +848,11 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     ['envs/{/prod,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{prod/,z}/*.yaml', '("//" after its first wildcard or brace)'], ['envs/{x/..,prod}/*.yaml', 'holds ".." after its first wildcard or brace'], ['envs/{prod}/*.yaml', 'holds the brace "{prod}" with one alternative'],
     ['envs/***/fw.yaml', 'holds "***"'], ['y/b/**/*()?', 'holds the empty extglob "*()"'], ['t/[!_]*.yaml', 'holds the class "[!_]", which picomatch reads as the characters themselves'],
     ['envs/prod (eu)/*.yaml', 'holds the group "(eu)", which picomatch reads as the text inside it'], ['envs/\\*(prod)/*.yaml', 'holds the group "(prod)"'], ['envs/@(a(b)|prod)/*.yaml', 'holds the group "(b)"'], ['envs/prod/report (1).yaml', 'holds the group "(1)"'], ['envs/*"rod"/*.yaml', 'holds a double quote'],
-    ['envs/pro\\d/*.yaml', 'holds "\\d", which picomatch passes to its regular expression'], ['envs/pro[\\w]/*.yaml', 'holds "\\w"'], ['envs/pro\\x64/*.yaml', 'holds "\\x"'], ['envs/(?:prod|qa)/*.yaml', 'holds "(?", which picomatch passes to its regular expression'],
+    ['envs/pro\\d/*.yaml', 'holds "\\d", which picomatch passes to its regular expression'], ['envs/pro[\\w]/*.yaml', 'holds "\\w"'], ['envs/pro\\x64/*.yaml', 'holds "\\x"'], ['envs/(?:prod|qa)/*.yaml', 'holds "(?", which picomatch does not read as a parenthesis and a wildcard'],
     ['envs/p[!]od/*.yaml', 'holds the class "[!]"'], ['envs/p[*/*.yaml', 'holds a "[" that is not closed'], ['envs/p\\{q/**', 'holds "\\{", after which'],
-    ['!envs/?(prod)/**', 'can name a path with an empty folder name ("//"): a "*(…)" or "?(…)" that is a whole folder name may match nothing']] as const) {
+    ['!envs/?(prod)/**', 'can name a path with an empty folder name ("//"): a "*(…)" or "?(…)" that is a whole folder name may match nothing'],
+    ['envs/@(pro)?/*.yaml', 'holds ")?", which picomatch passes to its regular expression, where it makes the group before it optional'], ['envs/@(prod)+/*.yaml', 'holds ")+"'], ['envs/*(p)?rod/*.yaml', 'holds ")?"'],
+    ['envs/pr\\\\\\od/*.yaml', 'holds three or more backslashes in a row']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
