@@ -156,7 +156,7 @@ function leadingClimbs(glob: string): number {
  * must be the path's.
  */
 export function globMatcher(globs: readonly string[]): (path: string) => boolean {
-  const compiled = globs.map((g) => ({ re: globRegExp(g), climbs: leadingClimbs(g), pairs: undefined as RegExp | undefined }));
+  const compiled = globs.map((g) => ({ re: globRegExp(belowOnly(g)), climbs: leadingClimbs(g), pairs: undefined as RegExp | undefined }));
   return (path) => {
     // Leading `..` folders, then names that are neither empty nor start with '.'; without
     // splitting the path, as this runs for every file listed.
@@ -182,6 +182,15 @@ export function globMatcher(globs: readonly string[]): (path: string) => boolean
     for (const c of compiled) if (c.climbs === climbs && c.re.test(path)) return true;
     return false;
   };
+}
+
+/**
+ * A glob ending in "/**" as one ending in "/**\/*": everything below the folder, as gitignore and
+ * a shell read it, and not the folder's own path too, which picomatch also matches (`archive/**`
+ * selected a file named `archive`).
+ */
+export function belowOnly(glob: string): string {
+  return glob.endsWith('/**') ? `${glob}/*` : glob;
 }
 
 const SURROGATE = /[\uD800-\uDFFF]/;

@@ -190,13 +190,17 @@ function openOrBangBracket(glob: string): { readonly text: string; readonly open
   return undefined;
 }
 
-/** The first ")" followed by "?" or "+" (escapes and classes skipped): picomatch copies the pair into its expression, where it is "optional" or "once or more" of the group. */
+/** The first ")" followed by "?" or "+", or class followed by "+" (escapes skipped): picomatch copies them into its expression, where they are "optional" or "once or more" of the group or class. */
 function quantifiedGroup(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;
     if (c === '\\') i++;
-    else if (c === '[') i = classEnd(glob, i);
-    else if (c === ')' && (glob[i + 1] === '?' || glob[i + 1] === '+')) return glob.slice(i, i + 2);
+    else if (c === '[') {
+      // A class followed by "+" is repeated too (`[ab]+` is "a", "ab", "bba"…), as a group is.
+      const end = classEnd(glob, i);
+      if (end > i && glob[end + 1] === '+') return glob.slice(i, end + 2);
+      i = end;
+    } else if (c === ')' && (glob[i + 1] === '?' || glob[i + 1] === '+')) return glob.slice(i, i + 2);
   }
   return undefined;
 }
@@ -387,6 +391,11 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (pattern.length > MAX_GLOB_LENGTH) {
     return { reason: `is ${pattern.length} characters long; a resources glob may be at most ${MAX_GLOB_LENGTH}`, advice: 'name fewer files in one glob' };
   }
+  // First, before picomatch sees it: its makeRe never returns for four backslashes at the end
+  // after a wildcard, a class or a parenthesis (`*` and `\\\\`), and a pull request chooses the globs.
+  if (pattern.includes('\\\\\\')) {
+    return { reason: 'holds three or more backslashes in a row, which picomatch reads as one escaped backslash, however many there are ("r\\\\\\\\x.yaml" is r\\x.yaml)', advice: 'write "[\\\\]" for each backslash of a name' };
+  }
   const glob = globOf(pattern);
   if (glob === '') return { reason: 'is an exclusion of nothing', advice: 'write the files to exclude after the "!", as in "!archive/**"' };
   if (pattern.trim() !== pattern) return { reason: 'starts or ends with a space, which names no file dus-sync lists', advice: 'remove the space' };
@@ -469,9 +478,6 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const slow = unbounded(glob);
   if (slow !== undefined) return slow;
-  if (glob.includes('\\\\\\')) {
-    return { reason: 'holds three or more backslashes in a row, which picomatch reads as one escaped backslash, however many there are ("r\\\\\\\\x.yaml" is r\\x.yaml)', advice: 'write "[\\\\]" for each backslash of a name' };
-  }
   const syntax = regExpSyntax(glob);
   if (syntax !== undefined) {
     return syntax === '(?'
@@ -480,7 +486,8 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const quantified = quantifiedGroup(glob);
   if (quantified !== undefined) {
-    return { reason: `holds "${quantified}", which picomatch passes to its regular expression, where it makes the group before it ${quantified.endsWith('?') ? 'optional' : 'repeat'} ("p/@(ab)?.yaml" selects p/ab.yaml, not p/abc.yaml; "@(a)+" selects a and aa, not a+)`, advice: `write "[${quantified[1]}]" for the character; for a wildcard, put it inside each alternative, as in "@(ab?)"` };
+    const mark = quantified[quantified.length - 1]!;
+    return { reason: `holds "${quantified.slice(0, 40)}", which picomatch passes to its regular expression, where the "${mark}" makes the ${quantified.startsWith('[') ? 'class' : 'group'} before it ${mark === '?' ? 'optional' : 'repeat'} ("p/@(ab)?.yaml" selects p/ab.yaml, not p/abc.yaml; "[ab]+" selects a and abba, not a+)`, advice: `write "[${mark}]" for the character${mark === '?' ? '; for a wildcard, put it inside each alternative, as in "@(ab?)"' : '; for "one or more", "+(…)", as in "+([ab])"'}` };
   }
   const group = plainGroup(glob);
   if (group !== undefined) {
