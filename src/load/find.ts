@@ -259,7 +259,9 @@ export function findCandidates(opts: FindOptions): Found {
       // (a link out is refused, naming it).
       const listed = fs.list(join(opts.base, rel), real);
       if (listed === 'moved') {
-        unfollowed(rel);
+        // A file (or a link to one) where a folder was expected, such as a glob's folder
+        // (`b/**` with a file b): nothing is below it, and the globs do not name it.
+        if (fs.kind(join(opts.base, rel)) !== 'file') unfollowed(rel);
         return;
       }
       if (listed === 'undecodable') {

@@ -205,6 +205,30 @@ function quantifiedGroup(glob: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether picomatch took an extglob of the glob as plain text (it does so for `+( |a)` and
+ * `*(a| )`, a space beside the "|"): its expression then holds the opener escaped (`\\+\\(`),
+ * which the glob itself does not.
+ */
+function extglobAsText(glob: string, source: string): string | undefined {
+  for (let i = 0; i + 1 < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c === '[') {
+      i = Math.max(i, classEnd(glob, i));
+      continue;
+    }
+    if ('*+?@!'.includes(c) && glob[i + 1] === '(') {
+      const escaped = `${'*+?'.includes(c) ? '\\' : ''}${c}\\(`;
+      if (source.includes(escaped) && !glob.includes(escaped)) return glob.slice(i, i + 2);
+    }
+  }
+  return undefined;
+}
+
 /** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
 function loneBrace(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
@@ -396,6 +420,15 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (pattern.includes('\\\\\\')) {
     return { reason: 'holds three or more backslashes in a row, which picomatch reads as one escaped backslash, however many there are ("r\\\\\\\\x.yaml" is r\\x.yaml)', advice: 'write "[\\\\]" for each backslash of a name' };
   }
+  // An escaped backslash outside a class: picomatch keeps it only before a few characters and
+  // drops it before the rest (`x\\\\ y` is "x y", `x\\\\-y` is "x-y").
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern[i] === '[') i = Math.max(i, classEnd(pattern, i));
+    else if (pattern[i] === '\\') {
+      if (pattern[i + 1] === '\\') return { reason: 'holds an escaped backslash ("\\\\"), which picomatch drops before most characters ("x\\\\ y" selects "x y", not "x\\ y")', advice: 'write "[\\\\]" for a backslash of a name' };
+      i++;
+    }
+  }
   const glob = globOf(pattern);
   if (glob === '') return { reason: 'is an exclusion of nothing', advice: 'write the files to exclude after the "!", as in "!archive/**"' };
   if (pattern.trim() !== pattern) return { reason: 'starts or ends with a space, which names no file dus-sync lists', advice: 'remove the space' };
@@ -495,7 +528,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
     return { reason: `holds the group "${group.slice(0, 40)}", which picomatch reads as the text inside it without the parentheses ("envs/prod (eu)/*.yaml" selects envs/prod eu, not envs/prod (eu))`, advice: `write "[(]${inside}[)]" for the parentheses themselves, or "@(${inside}|…)" for alternatives` };
   }
   try {
-    if (picomatch.makeRe(glob).source === '$^') return { reason: 'is a glob picomatch cannot read (an unclosed bracket, brace or parenthesis, or a reversed range as in "[z-a]"?), so it matches no file', advice: 'correct it' };
+    const source = picomatch.makeRe(glob).source;
+    const asText = extglobAsText(glob, source);
+    if (asText !== undefined) return { reason: `holds the extglob "${asText}…", which picomatch reads here as plain text, parentheses and all (as it does for "+( |a)", a space beside its "|")`, advice: 'write the space as "[ ]", or the alternatives as separate globs' };
+    if (source === '$^') return { reason: 'is a glob picomatch cannot read (an unclosed bracket, brace or parenthesis, or a reversed range as in "[z-a]"?), so it matches no file', advice: 'correct it' };
   } catch {
     // picomatch's own sentence follows, naming the glob.
   }

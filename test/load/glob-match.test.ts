@@ -114,10 +114,10 @@ describe('glob matchers without picomatch\'s guards', () => {
   it('globs users write are not refused', () => {
     const ok = ['tenants/**/*.yaml', '**/*.{yaml,yml}', 'envs/*/firmware-*.yaml', '!archive/**', 'tenants/[a-m]*/*.yaml', 'tenants/acme-?.yaml', '@(prod|stage)/*.yaml', '**/*.y?(a)ml',
       '**/*.+(yaml|yml)', 'releases/{2023,2024,2025}/*.yaml', 'v{1..3}/*.yaml', 'tenants/**/*.[yY][aA][mM][lL]', '*.yaml', 'x/{a,b}.yaml', 'tenants/*.{yaml,yml}', '{a,b}/{c,d}/{e,f}/*.yaml', 'a/*-prod*.yaml',
-      'envs/**/firmware.yaml', '../shared/*.yaml', 'tenants/**/!README.yaml', 'tenants/x[0-9][0-9].yaml', 'tenants/report \\(1\\).yaml', 'tenants/report [(]1[)].yaml', 'envs/(prod|qa)/*.yaml', 'y/*["]d["].yaml', 'y/*\\"d.yaml', 'r\\\\d.yaml', 'r[\\\\d].yaml', 'r\\[*.yaml', 'r\\(?.yaml', 'p[{]q/**', 'p\\(q/**', 'p/@(ab?).yaml', 'p/@(a)[+].yaml', 'r\\\\x.yaml', 'r[\\\\][\\\\]x.yaml', 'p/@(a)*.yaml', 'tenants/v\\(2.yaml', `{${Array.from({ length: 300 }, (_, i) => `t${i}`).join(',')}}/*.yaml`];
+      'envs/**/firmware.yaml', '../shared/*.yaml', 'tenants/**/!README.yaml', 'tenants/x[0-9][0-9].yaml', 'tenants/report \\(1\\).yaml', 'tenants/report [(]1[)].yaml', 'envs/(prod|qa)/*.yaml', 'y/*["]d["].yaml', 'y/*\\"d.yaml', 'r[\\\\d].yaml', 'r\\[*.yaml', 'r\\(?.yaml', 'p[{]q/**', 'p\\(q/**', 'p/@(ab?).yaml', 'p/@(a)[+].yaml', 'r[\\\\][\\\\]x.yaml', 'p/@(a)*.yaml', 'tenants/v\\(2.yaml', `{${Array.from({ length: 300 }, (_, i) => `t${i}`).join(',')}}/*.yaml`];
     for (const g of ok) expect([g, globProblem(g)]).toEqual([g, undefined]);
     // What picomatch reads as other than it looks (the text itself, a class of single characters, "or" of the whole glob) is refused.
-    for (const g of ['releases/{2023..2025}/*.yaml', 'v{1..10}/*.yaml', 'v{1..9..2}/*.yaml', 'envs/prod|qa/*.yaml', 'tenants/report (1).yaml', 'y/*"d".yaml', '!envs/\\dev/**', 'r[\\d].yaml', 'r(?:a|b).yaml', 'p[!]q/*.yaml', 'p[*/*.yaml', 'r[*.yaml', 'r{+..-}.yaml', 'p/@(ab)?.yaml', '!envs/@(prod)+/**', 'r\\\\\\\\x.yaml']) expect([g, globProblem(g)?.reason.slice(0, 6)]).toEqual([g, 'holds ']);
+    for (const g of ['releases/{2023..2025}/*.yaml', 'v{1..10}/*.yaml', 'v{1..9..2}/*.yaml', 'envs/prod|qa/*.yaml', 'tenants/report (1).yaml', 'y/*"d".yaml', '!envs/\\dev/**', 'r[\\d].yaml', 'r(?:a|b).yaml', 'p[!]q/*.yaml', 'p[*/*.yaml', 'r[*.yaml', 'r{+..-}.yaml', 'r\\\\d.yaml', 'x\\\\ y/*.yaml', 'p/@(ab)?.yaml', '!envs/@(prod)+/**', 'r\\\\\\\\x.yaml']) expect([g, globProblem(g)?.reason.slice(0, 6)]).toEqual([g, 'holds ']);
   });
 });
 

@@ -855,7 +855,8 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     ['envs/pr\\\\\\od/*.yaml', 'holds three or more backslashes in a row'],
     // picomatch's makeRe never returned for these (a pull request could stall validate, diff --base and watch).
     ['envs/*\\\\\\\\', 'holds three or more backslashes in a row'], ['!envs/a]\\\\\\\\', 'holds three or more backslashes in a row'], ['envs/@(a)\\\\\\\\', 'holds three or more backslashes in a row'],
-    ['envs/[ab]+.yaml', 'holds "[ab]+", which picomatch passes to its regular expression, where the "+" makes the class before it repeat']] as const) {
+    ['envs/[ab]+.yaml', 'holds "[ab]+", which picomatch passes to its regular expression, where the "+" makes the class before it repeat'], ['envs/+(a| )/*.yaml', 'holds the extglob "+(…", which picomatch reads here as plain text'],
+    ['envs/pr\\\\ od/*.yaml', 'holds an escaped backslash']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
@@ -881,6 +882,19 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     expect(r.code).toBe(1);
     expect(r.stdout + r.stderr).toContain('holds the group "(eu)"');
     expect(r.stdout + r.stderr).not.toContain('b.yaml');
+  });
+
+  it('a file where a glob expects a folder (tenants/**/*.yaml with a file named tenants) is not read: nothing is below a file', async () => {
+    const repo = tree({ 'dus-sync.yaml': config(['tenants/**/*.yaml', 'envs/*/x.yaml', 'a/*.yaml']), tenants: firmware('6.6.6'), 'envs/prod': firmware('6.6.7'), 'a/b.yaml': firmware('1.0.0') });
+    for (const args of [['validate'], ['validate', '--format', 'json']]) {
+      const r = await runCli(args, { cwd: repo });
+      expect([args, r.code]).toEqual([args, 0]);
+      expect(r.stdout + r.stderr).not.toMatch(/6\.6\.[67]|tenants|envs/);
+    }
+    commitAll(repo);
+    const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
+    expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).not.toMatch(/6\.6\.[67]/);
   });
 
   it('an emoji in a name is one character to "?", "[^x]" and exclusions, as any other character', async () => {
