@@ -469,6 +469,10 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (range !== undefined) {
     return { reason: `holds the range "${range.slice(0, 40)}", which picomatch reads as a class of single characters or as the text itself ("{1..10}" is "1" or "0"; "{2023..2025}" is "2023..2025"; "{+..-}" is "+", "," or "-"), not as a shell does`, advice: 'write the values out, as in "{2023,2024,2025}", or a range of single characters, as in "{1..9}"' };
   }
+  const inName = /(?<=[^/])(?<!\\)\*\*|(?<!\\)\*\*(?=[^/])/.exec(glob);
+  if (inName !== null && !/(?<!\\)\*{3,}/.test(glob)) {
+    return { reason: 'holds "**" within a name, which picomatch reads as "*" there, or as any folders when a brace or an extglob follows ("**@(a|b)" selects x/a)', advice: 'write "*" for part of a name, or "**" alone between slashes for any folders' };
+  }
   if (/(?<!\\)\*{3,}/.test(glob)) {
     return { reason: 'holds "***", which picomatch reads otherwise than "**" or "*": a "." after it then matches any character, "/" among them ("envs/***/fw.yaml" selects envs/y/fw/yaml)', advice: 'write "**" for any folders, or "*" for part of a name' };
   }
