@@ -201,6 +201,7 @@ function quantifiedGroup(glob: string): string | undefined {
       if (end > i && glob[end + 1] === '+') return glob.slice(i, end + 2);
       i = end;
     } else if (c === ')' && (glob[i + 1] === '?' || glob[i + 1] === '+')) return glob.slice(i, i + 2);
+    else if (c === '}' && glob[i + 1] === '+') return glob.slice(i, i + 2); // `{a,b}+` is "(a|b)+" to picomatch
   }
   return undefined;
 }
@@ -524,7 +525,7 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   const quantified = quantifiedGroup(glob);
   if (quantified !== undefined) {
     const mark = quantified[quantified.length - 1]!;
-    return { reason: `holds "${quantified.slice(0, 40)}", which picomatch passes to its regular expression, where the "${mark}" makes the ${quantified.startsWith('[') ? 'class' : 'group'} before it ${mark === '?' ? 'optional' : 'repeat'} ("p/@(ab)?.yaml" selects p/ab.yaml, not p/abc.yaml; "[ab]+" selects a and abba, not a+)`, advice: `write "[${mark}]" for the character${mark === '?' ? '; for a wildcard, put it inside each alternative, as in "@(ab?)"' : '; for "one or more", "+(…)", as in "+([ab])"'}` };
+    return { reason: `holds "${quantified.slice(0, 40)}", which picomatch passes to its regular expression, where the "${mark}" makes the ${quantified.startsWith('[') ? 'class' : quantified.startsWith('}') ? 'brace' : 'group'} before it ${mark === '?' ? 'optional' : 'repeat'} ("p/@(ab)?.yaml" selects p/ab.yaml, not p/abc.yaml; "[ab]+" selects a and abba, not a+)`, advice: `write "[${mark}]" for the character${mark === '?' ? '; for a wildcard, put it inside each alternative, as in "@(ab?)"' : '; for "one or more", "+(…)", as in "+([ab])"'}` };
   }
   const group = plainGroup(glob);
   if (group !== undefined) {

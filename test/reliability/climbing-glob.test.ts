@@ -856,7 +856,7 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     // picomatch's makeRe never returned for these (a pull request could stall validate, diff --base and watch).
     ['envs/*\\\\\\\\', 'holds three or more backslashes in a row'], ['!envs/a]\\\\\\\\', 'holds three or more backslashes in a row'], ['envs/@(a)\\\\\\\\', 'holds three or more backslashes in a row'],
     ['envs/[ab]+.yaml', 'holds "[ab]+", which picomatch passes to its regular expression, where the "+" makes the class before it repeat'], ['envs/+(a| )/*.yaml', 'holds the extglob "+(…", which picomatch reads here as plain text'],
-    ['envs/pr\\\\ od/*.yaml', 'holds an escaped backslash'], ['**@(prod|a)/*.yaml', 'holds "**" within a name']] as const) {
+    ['envs/pr\\\\ od/*.yaml', 'holds an escaped backslash'], ['**@(prod|a)/*.yaml', 'holds "**" within a name'], ['envs/{pro,x}+d/*.yaml', 'the "+" makes the brace before it repeat']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
