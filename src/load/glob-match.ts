@@ -48,6 +48,40 @@ function oneCharAtom(source: string, at: number): number {
 }
 
 /**
+ * picomatch's expression with each class as the class alone: it writes `[ab]` as
+ * `(?:\\[ab\\]|[ab])`, the class or its own text, brackets and all, so `t/[ab].yaml` also
+ * selected a file named `t/[ab].yaml` (a shell selects `t/a.yaml` and `t/b.yaml` only).
+ */
+function classOnly(source: string): string {
+  let out = '';
+  let at = 0;
+  for (let i = source.indexOf('(?:\\['); i >= 0; i = source.indexOf('(?:\\[', at)) {
+    // A backslash before the "(" escapes it: text, not a group.
+    if (/(?:^|[^\\])(?:\\\\)*\\$/.test(source.slice(0, i))) {
+      out += source.slice(at, i + 1);
+      at = i + 1;
+      continue;
+    }
+    const bar = source.indexOf('\\]|[', i);
+    let end = bar < 0 ? -1 : bar + 3;
+    if (end >= 0) {
+      let k = end + 1;
+      if (source[k] === '^') k++;
+      while (k < source.length && source[k] !== ']') k += source[k] === '\\' ? 2 : 1;
+      end = source[k + 1] === ')' ? k : -1;
+    }
+    if (end < 0) {
+      out += source.slice(at, i + 1);
+      at = i + 1;
+      continue;
+    }
+    out += source.slice(at, i) + source.slice(bar + 3, end + 1);
+    at = end + 2;
+  }
+  return out + source.slice(at);
+}
+
+/**
  * The regular expression of `glob` for listed paths. `(?=.)` is dropped at the start (a listed
  * path is never empty) and where the next atom, past an optional `*`, takes a character anyway;
  * `(?=.)[^/]*?` becomes `[^/]+?` before a '/' or the end (a name is never empty there); anywhere
@@ -55,7 +89,7 @@ function oneCharAtom(source: string, at: number): number {
  */
 export function globRegExp(glob: string): RegExp {
   const re = picomatch.makeRe(glob, { dot: true });
-  let source = re.source;
+  let source = classOnly(re.source);
   for (const g of DOT_GUARDS) source = source.split(g).join('');
   let out = '';
   let at = 0;

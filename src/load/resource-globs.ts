@@ -230,6 +230,70 @@ function extglobAsText(glob: string, source: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A class or extglob that a shell's brace expansion would cut through, which it does before any
+ * matching, ignoring classes and parentheses, and picomatch does not: a class holding both "{"
+ * and "}" (`x/[{a,b}].yaml` is x/[a].yaml and x/[b].yaml to a shell), or, in a glob with braces,
+ * a class holding "{", "}" or "," (`{[,a],b}`), or an extglob holding "," (`{@(a,b),c}`). The
+ * text found, or undefined.
+ */
+function cutByBraces(glob: string): string | undefined {
+  let braces = false;
+  for (let i = 0; i < glob.length; i++) {
+    if (glob[i] === '\\') i++;
+    else if (glob[i] === '[') i = Math.max(i, classEnd(glob, i));
+    else if (glob[i] === '{') braces = true;
+  }
+  for (const c of classes(glob)) {
+    const inner = c.slice(1, -1);
+    if ((inner.includes('{') && inner.includes('}')) || (braces && /[{},]/.test(inner))) return c;
+  }
+  if (!braces) return undefined;
+  for (let i = 0; i + 1 < glob.length; i++) {
+    if (glob[i] === '\\') {
+      i++;
+      continue;
+    }
+    if (glob[i] === '[') {
+      i = Math.max(i, classEnd(glob, i));
+      continue;
+    }
+    if (!'@!?*+'.includes(glob[i]!) || glob[i + 1] !== '(') continue;
+    let depth = 0;
+    for (let j = i + 1; j < glob.length; j++) {
+      const c = glob[j]!;
+      if (c === '\\') j++;
+      else if (c === '[') j = Math.max(j, classEnd(glob, j));
+      else if (c === '(') depth++;
+      else if (c === ')' && --depth === 0) break;
+      else if (c === ',' && depth > 0) return glob.slice(i, j + 1);
+    }
+  }
+  return undefined;
+}
+
+/** A brace whose alternative makes "**" with a "*" beside the brace (`x/{*,}*` is x/** to a shell, picomatch's brace is not), or undefined. */
+function braceMakesGlobstar(glob: string): string | undefined {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') i++;
+    else if (c === '[') i = Math.max(i, classEnd(glob, i));
+    else if (c === '{') {
+      const brace = braceAt(glob, i);
+      if (brace === undefined) continue;
+      const before = glob[i - 1] === '*' && glob[i - 2] !== '\\';
+      const after = glob[brace.close + 1] === '*';
+      const cuts = [i, ...brace.commas, brace.close];
+      for (let k = 0; k + 1 < cuts.length; k++) {
+        const alt = glob.slice(cuts[k]! + 1, cuts[k + 1]);
+        const endsStar = alt.endsWith('*') && !alt.endsWith('\\*');
+        if ((before && alt.startsWith('*')) || (after && endsStar) || (before && after && alt === '')) return glob.slice(i, brace.close + 1);
+      }
+    }
+  }
+  return undefined;
+}
+
 /** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
 function loneBrace(glob: string): string | undefined {
   for (let i = 0; i < glob.length; i++) {
@@ -458,7 +522,7 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   if (unclosed !== undefined) {
     const { char, closer } = unclosed;
     if (closer) return { reason: `holds a "${char}" that closes nothing opened before it, which picomatch then reads as the character itself`, advice: `write \\${char} for the character, or open it` };
-    return { reason: `holds a "${char}" that is not closed (or a closer that was not opened), which picomatch then reads as the character itself`, advice: `close it, or write \\${char} for the character` };
+    return { reason: `holds a "${char}" that is not closed (or a closer that was not opened), which picomatch then reads as the character itself`, advice: `close it, or write ${char === '{' ? '[{]' : `\\${char}`} for the character` };
   }
   if (topLevelBar(glob)) {
     return { reason: 'holds a "|" outside parentheses, which picomatch reads as "or" between everything before it and everything after it ("envs/prod|qa/*.yaml" is envs/prod, or qa/*.yaml), and the walk lists neither', advice: 'write two globs, or an extglob, as in "envs/@(prod|qa)/*.yaml"' };
@@ -484,6 +548,14 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   const bang = bracket?.text;
   if (bang !== undefined) {
     return { reason: `holds the class "${bang.slice(0, 40)}", which picomatch reads as the characters themselves, "!" among them, not as "any character but" ("t/[!_]*.yaml" selects t/_partial.yaml, not t/prod.yaml)`, advice: bang.length <= 3 ? 'write "\\[!\\]" for the brackets themselves, or "!" for the character' : `write "[^${bang.slice(2, 40)}" for any character but those` };
+  }
+  const starred = braceMakesGlobstar(glob);
+  if (starred !== undefined) {
+    return { reason: `holds the brace "${starred.slice(0, 40)}", which makes "**" with the "*" beside it, any folders to a shell ("x/{*,}*" is x/** and x/*) and one name to picomatch`, advice: 'write the alternatives as separate globs ("x/**", "x/*")' };
+  }
+  const cut = cutByBraces(glob);
+  if (cut !== undefined) {
+    return { reason: `holds "${cut.slice(0, 40)}", a class or extglob with a brace or a comma that a shell's brace expansion cuts through before matching and picomatch does not ("x/[{a,b}].yaml" is x/[a].yaml and x/[b].yaml to a shell, any of "{", "a", ",", "b", "}" to picomatch)`, advice: 'write it without braces, as separate globs' };
   }
   const lone = loneBrace(glob);
   if (lone !== undefined) {

@@ -856,7 +856,8 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     // picomatch's makeRe never returned for these (a pull request could stall validate, diff --base and watch).
     ['envs/*\\\\\\\\', 'holds three or more backslashes in a row'], ['!envs/a]\\\\\\\\', 'holds three or more backslashes in a row'], ['envs/@(a)\\\\\\\\', 'holds three or more backslashes in a row'],
     ['envs/[ab]+.yaml', 'holds "[ab]+", which picomatch passes to its regular expression, where the "+" makes the class before it repeat'], ['envs/+(a| )/*.yaml', 'holds the extglob "+(…", which picomatch reads here as plain text'],
-    ['envs/pr\\\\ od/*.yaml', 'holds an escaped backslash'], ['**@(prod|a)/*.yaml', 'holds "**" within a name'], ['envs/{pro,x}+d/*.yaml', 'the "+" makes the brace before it repeat']] as const) {
+    ['envs/pr\\\\ od/*.yaml', 'holds an escaped backslash'], ['**@(prod|a)/*.yaml', 'holds "**" within a name'], ['envs/{pro,x}+d/*.yaml', 'the "+" makes the brace before it repeat'],
+    ['envs/[{a,b}]/*.yaml', 'a class or extglob with a brace or a comma that a shell\'s brace expansion cuts through'], ['envs/{@(prod,x),c}/*.yaml', 'holds "@(prod,"'], ['!envs/{*,}*', 'which makes "**" with the "*" beside it']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
@@ -895,6 +896,18 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     const r = await runCli(['diff', '--base', 'HEAD'], { cwd: repo });
     expect(r.code).toBe(0);
     expect(r.stdout + r.stderr).not.toMatch(/6\.6\.[67]/);
+  });
+
+  it('a class is the characters it holds, not its own text too: t/[ab].yaml reads t/a.yaml, not a file named t/[ab].yaml', async () => {
+    const repo = tree({ 't/a.yaml': firmware('1.0.0'), 't/[ab].yaml': 'kind: Nope\n', 'v[1]/d.yaml': 'kind: Nope\n', 'v1/e.yaml': firmware('2.0.0') });
+    writeFileSync(join(repo, 'dus-sync.yaml'), config(['t/[ab].yaml', 'v[1]/*.yaml']));
+    const r = await runCli(['validate'], { cwd: repo });
+    expect([r.code, r.stdout]).toEqual([0, '2 files, 2 documents: valid\n']);
+    // And an exclusion leaves out what its class matches only: t/[ab].yaml stays.
+    writeFileSync(join(repo, 't/[ab].yaml'), firmware('3.0.0'));
+    writeFileSync(join(repo, 'dus-sync.yaml'), config(['t/*.yaml', '!t/[ab].yaml']));
+    const x = await runCli(['validate'], { cwd: repo });
+    expect([x.code, x.stdout]).toEqual([0, '1 file, 1 document: valid\n']);
   });
 
   it('an emoji in a name is one character to "?", "[^x]" and exclusions, as any other character', async () => {
