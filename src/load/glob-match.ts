@@ -132,22 +132,27 @@ export function globRegExp(glob: string): RegExp {
  */
 function nonCapturing(source: string): string {
   if (/(?:^|[^\\])(?:\\\\)*\\[1-9]/.test(source)) return source;
+  return rewriteSource(source, (cls) => cls, (c, at) => (c === '(' && source[at + 1] !== '?' ? '(?:' : c));
+}
+
+/**
+ * A regular expression's source rewritten token by token: `cls` maps each class (as JavaScript
+ * reads it: a ']' ends it wherever it stands, unless escaped), `chr` each other character that
+ * is not escaped (its index given); escapes are kept as they are.
+ */
+function rewriteSource(source: string, cls: (text: string) => string, chr: (c: string, at: number) => string = (c) => c): string {
   let out = '';
-  let inClass = false;
   for (let i = 0; i < source.length; i++) {
     const c = source[i]!;
     if (c === '\\') {
       out += source.slice(i, i + 2);
       i++;
-      continue;
-    }
-    if (inClass) inClass = c !== ']';
-    else if (c === '[') inClass = true;
-    else if (c === '(' && source[i + 1] !== '?') {
-      out += '(?:';
-      continue;
-    }
-    out += c;
+    } else if (c === '[') {
+      let j = i + 1;
+      while (j < source.length && source[j] !== ']') j += source[j] === '\\' ? 2 : 1;
+      out += cls(source.slice(i, j + 1));
+      i = j;
+    } else out += chr(c, i);
   }
   return out;
 }
@@ -238,26 +243,7 @@ const SURROGATE = /[\uD800-\uDFFF]/;
  * are matched the same by either expression.
  */
 export function wholePairs(re: RegExp): RegExp {
-  const source = re.source;
-  let out = '';
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i]!;
-    if (c === '\\') {
-      out += source.slice(i, i + 2);
-      i++;
-      continue;
-    }
-    if (c !== '[') {
-      out += c;
-      continue;
-    }
-    // A class as JavaScript reads it: a ']' ends it wherever it stands, unless escaped.
-    let j = i + 1;
-    while (j < source.length && source[j] !== ']') j += source[j] === '\\' ? 2 : 1;
-    const cls = source.slice(i, j + 1);
-    out += cls.startsWith('[^') ? `(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|${cls.slice(0, -1)}\\uD800-\\uDFFF])` : cls;
-    i = j;
-  }
+  const out = rewriteSource(re.source, (cls) => (cls.startsWith('[^') ? `(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|${cls.slice(0, -1)}\\uD800-\\uDFFF])` : cls));
   linearFallback();
   return new RegExp(out, re.flags);
 }
