@@ -324,6 +324,25 @@ export function braceAt(g: string, at: number): { readonly close: number; readon
   return undefined;
 }
 
+/**
+ * Each token of a glob as the scanners here read it (picomatch's reading): an escape (a backslash
+ * and the character after it), a class (from its "[" to its "]" as classEnd finds it; `end` is
+ * the "[" itself when it is not closed, and the scan goes on after it), or another character.
+ */
+export function* globTokens(glob: string): Generator<{ readonly kind: 'escape' | 'class' | 'char'; readonly at: number; readonly end: number }> {
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '\\') {
+      yield { kind: 'escape', at: i, end: i + 1 };
+      i++;
+    } else if (c === '[') {
+      const end = classEnd(glob, i);
+      yield { kind: 'class', at: i, end };
+      i = end;
+    } else yield { kind: 'char', at: i, end: i };
+  }
+}
+
 /** Where the class opened at `at` ends (its ']'), as picomatch reads it; `at` itself when it is not closed. */
 export function classEnd(g: string, at: number): number {
   let j = at + 1;

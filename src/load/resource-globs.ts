@@ -6,7 +6,7 @@
 // (`!(tenants)/*.yaml`, picomatch's "anything but tenants").
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
-import { braceAt, classEnd, globRegExp, isBounded } from './glob-match.js';
+import { braceAt, classEnd, globRegExp, globTokens, isBounded } from './glob-match.js';
 
 /** Longer globs are refused (picomatch's own limit is 65,536 characters, with a message naming no file). */
 export const MAX_GLOB_LENGTH = 4096;
@@ -72,16 +72,10 @@ function unbounded(glob: string): GlobProblem | undefined {
 /** The classes (`[…]`) of a glob, read as picomatch reads them: a `]` first is literal, escapes are skipped. */
 function classes(glob: string): string[] {
   const out: string[] = [];
-  for (let i = 0; i < glob.length; i++) {
-    if (glob[i] === '\\') {
-      i++;
-      continue;
-    }
-    if (glob[i] !== '[') continue;
-    const j = classEnd(glob, i);
-    if (j === i) break;
-    out.push(glob.slice(i, j + 1));
-    i = j;
+  for (const { kind, at, end } of globTokens(glob)) {
+    if (kind !== 'class') continue;
+    if (end === at) break;
+    out.push(glob.slice(at, end + 1));
   }
   return out;
 }
@@ -103,11 +97,10 @@ function classRegExp(text: string): RegExp | undefined {
 function topLevelBar(glob: string): boolean {
   let parens = 0;
   const braces: boolean[] = [];
-  for (let i = 0; i < glob.length; i++) {
+  for (const { kind, at: i } of globTokens(glob)) {
+    if (kind !== 'char') continue;
     const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') i = classEnd(glob, i);
-    else if (c === '(') parens++;
+    if (c === '(') parens++;
     else if (c === ')') parens = Math.max(0, parens - 1);
     else if (c === '{') braces.push(braceHasComma(glob, i));
     else if (c === '}') braces.pop();
@@ -124,11 +117,10 @@ function topLevelBar(glob: string): boolean {
  */
 function plainGroup(glob: string): string | undefined {
   const groups: { at: number; plain: boolean; bar: boolean }[] = [];
-  for (let i = 0; i < glob.length; i++) {
+  for (const { kind, at: i } of globTokens(glob)) {
+    if (kind !== 'char') continue;
     const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') i = classEnd(glob, i);
-    else if (c === '(') {
+    if (c === '(') {
       const before = i > 0 && '@!?*+'.includes(glob[i - 1]!) && (i < 2 || glob[i - 2] !== '\\');
       groups.push({ at: i, plain: !before, bar: false });
     } else if (c === '|' && groups.length > 0) groups[groups.length - 1]!.bar = true;
@@ -142,11 +134,10 @@ function plainGroup(glob: string): string | undefined {
 
 /** Whether a '"' stands unescaped outside every class: picomatch reads text between quotes as plain text, quotes removed. */
 function bareQuote(glob: string): boolean {
-  for (let i = 0; i < glob.length; i++) {
+  for (const { kind, at: i } of globTokens(glob)) {
+    if (kind !== 'char') continue;
     const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') i = classEnd(glob, i);
-    else if (c === '"') return true;
+    if (c === '"') return true;
   }
   return false;
 }
@@ -158,50 +149,37 @@ function bareQuote(glob: string): boolean {
  * The text found, or undefined.
  */
 function regExpSyntax(glob: string): string | undefined {
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '\\') {
-      if (/[A-Za-z0-9]/.test(glob[i + 1] ?? '')) return glob.slice(i, i + 2);
-      i++;
-    } else if (c === '[') {
+  for (const { kind, at, end } of globTokens(glob)) {
+    if (kind === 'escape' && /[A-Za-z0-9]/.test(glob[at + 1] ?? '')) return glob.slice(at, at + 2);
+    if (kind === 'class' && end > at) {
       // Inside a class too: `[\\d]` is a class of digits.
-      const end = classEnd(glob, i);
-      const inner = glob.slice(i + 1, end);
-      const m = /\\[A-Za-z0-9]/.exec(inner.replace(/\\\\/g, ''));
-      if (end > i && m !== null) return m[0];
-      if (end > i) i = end;
-    } else if (c === '(' && glob[i + 1] === '?') return '(?';
+      const m = /\\[A-Za-z0-9]/.exec(glob.slice(at + 1, end).replace(/\\\\/g, ''));
+      if (m !== null) return m[0];
+    }
+    if (kind === 'char' && glob[at] === '(' && glob[at + 1] === '?') return '(?';
   }
   return undefined;
 }
 
 /** The first "[" that is no class, left open (picomatch reads it as the character), or one starting "[!" however it ends; undefined when none. */
 function openOrBangBracket(glob: string): { readonly text: string; readonly open: boolean } | undefined {
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') {
-      const end = classEnd(glob, i);
-      if (glob[i + 1] === '!') return { text: end > i ? glob.slice(i, end + 1) : glob.slice(i, i + 3), open: false };
-      if (end === i) return { text: '[', open: true };
-      i = end;
-    }
+  for (const { kind, at, end } of globTokens(glob)) {
+    if (kind !== 'class') continue;
+    if (glob[at + 1] === '!') return { text: end > at ? glob.slice(at, end + 1) : glob.slice(at, at + 3), open: false };
+    if (end === at) return { text: '[', open: true };
   }
   return undefined;
 }
 
 /** The first ")" followed by "?" or "+", or class followed by "+" (escapes skipped): picomatch copies them into its expression, where they are "optional" or "once or more" of the group or class. */
 function quantifiedGroup(glob: string): string | undefined {
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') {
-      // A class followed by "+" is repeated too (`[ab]+` is "a", "ab", "bba"…), as a group is.
-      const end = classEnd(glob, i);
-      if (end > i && glob[end + 1] === '+') return glob.slice(i, end + 2);
-      i = end;
-    } else if (c === ')' && (glob[i + 1] === '?' || glob[i + 1] === '+')) return glob.slice(i, i + 2);
-    else if (c === '}' && glob[i + 1] === '+') return glob.slice(i, i + 2); // `{a,b}+` is "(a|b)+" to picomatch
+  for (const { kind, at, end } of globTokens(glob)) {
+    const next = glob[end + 1];
+    // A class followed by "+" is repeated too (`[ab]+` is "a", "ab", "bba"…), as a group is.
+    if (kind === 'class' && end > at && next === '+') return glob.slice(at, end + 2);
+    if (kind !== 'char') continue;
+    if (glob[at] === ')' && (next === '?' || next === '+')) return glob.slice(at, at + 2);
+    if (glob[at] === '}' && next === '+') return glob.slice(at, at + 2); // `{a,b}+` is "(a|b)+" to picomatch
   }
   return undefined;
 }
@@ -212,20 +190,11 @@ function quantifiedGroup(glob: string): string | undefined {
  * which the glob itself does not.
  */
 function extglobAsText(glob: string, source: string): string | undefined {
-  for (let i = 0; i + 1 < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '\\') {
-      i++;
-      continue;
-    }
-    if (c === '[') {
-      i = Math.max(i, classEnd(glob, i));
-      continue;
-    }
-    if ('*+?@!'.includes(c) && glob[i + 1] === '(') {
-      const escaped = `${'*+?'.includes(c) ? '\\' : ''}${c}\\(`;
-      if (source.includes(escaped) && !glob.includes(escaped)) return glob.slice(i, i + 2);
-    }
+  for (const { kind, at } of globTokens(glob)) {
+    const c = glob[at]!;
+    if (kind !== 'char' || !'*+?@!'.includes(c) || glob[at + 1] !== '(') continue;
+    const escaped = `${'*+?'.includes(c) ? '\\' : ''}${c}\\(`;
+    if (source.includes(escaped) && !glob.includes(escaped)) return glob.slice(at, at + 2);
   }
   return undefined;
 }
@@ -238,27 +207,15 @@ function extglobAsText(glob: string, source: string): string | undefined {
  * text found, or undefined.
  */
 function cutByBraces(glob: string): string | undefined {
-  let braces = false;
-  for (let i = 0; i < glob.length; i++) {
-    if (glob[i] === '\\') i++;
-    else if (glob[i] === '[') i = Math.max(i, classEnd(glob, i));
-    else if (glob[i] === '{') braces = true;
-  }
+  const tokens = [...globTokens(glob)];
+  const braces = tokens.some((t) => t.kind === 'char' && glob[t.at] === '{');
   for (const c of classes(glob)) {
     const inner = c.slice(1, -1);
     if ((inner.includes('{') && inner.includes('}')) || (braces && /[{},]/.test(inner))) return c;
   }
   if (!braces) return undefined;
-  for (let i = 0; i + 1 < glob.length; i++) {
-    if (glob[i] === '\\') {
-      i++;
-      continue;
-    }
-    if (glob[i] === '[') {
-      i = Math.max(i, classEnd(glob, i));
-      continue;
-    }
-    if (!'@!?*+'.includes(glob[i]!) || glob[i + 1] !== '(') continue;
+  for (const { kind, at: i } of tokens) {
+    if (kind !== 'char' || !'@!?*+'.includes(glob[i]!) || glob[i + 1] !== '(') continue;
     let depth = 0;
     for (let j = i + 1; j < glob.length; j++) {
       const c = glob[j]!;
@@ -274,38 +231,36 @@ function cutByBraces(glob: string): string | undefined {
 
 /** A brace whose alternative makes "**" with a "*" beside the brace (`x/{*,}*` is x/** to a shell, picomatch's brace is not), or undefined. */
 function braceMakesGlobstar(glob: string): string | undefined {
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') i = Math.max(i, classEnd(glob, i));
-    else if (c === '{') {
-      const brace = braceAt(glob, i);
-      if (brace === undefined) continue;
-      const before = glob[i - 1] === '*' && glob[i - 2] !== '\\';
-      const after = glob[brace.close + 1] === '*';
-      const cuts = [i, ...brace.commas, brace.close];
-      for (let k = 0; k + 1 < cuts.length; k++) {
-        const alt = glob.slice(cuts[k]! + 1, cuts[k + 1]);
-        const endsStar = alt.endsWith('*') && !alt.endsWith('\\*');
-        if ((before && alt.startsWith('*')) || (after && endsStar) || (before && after && alt === '')) return glob.slice(i, brace.close + 1);
-      }
+  for (const { at, close, commas } of bracesOf(glob)) {
+    const before = glob[at - 1] === '*' && glob[at - 2] !== '\\';
+    const after = glob[close + 1] === '*';
+    const cuts = [at, ...commas, close];
+    for (let k = 0; k + 1 < cuts.length; k++) {
+      const alt = glob.slice(cuts[k]! + 1, cuts[k + 1]);
+      const endsStar = alt.endsWith('*') && !alt.endsWith('\\*');
+      if ((before && alt.startsWith('*')) || (after && endsStar) || (before && after && alt === '')) return glob.slice(at, close + 1);
     }
   }
   return undefined;
 }
 
+/** Each brace of a glob that closes (escapes and classes skipped), in the order they open: its "{", the commas at its own level, its "}". */
+function bracesOf(glob: string): { readonly at: number; readonly close: number; readonly commas: readonly number[] }[] {
+  const out: { at: number; close: number; commas: readonly number[] }[] = [];
+  for (const { kind, at } of globTokens(glob)) {
+    if (kind !== 'char' || glob[at] !== '{') continue;
+    const brace = braceAt(glob, at);
+    if (brace !== undefined) out.push({ at, ...brace });
+  }
+  return out;
+}
+
 /** The first brace that holds no comma at its own level and is no range of single characters (`{prod}`), or undefined. */
 function loneBrace(glob: string): string | undefined {
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') i = classEnd(glob, i);
-    else if (c === '{') {
-      const brace = braceAt(glob, i);
-      if (brace === undefined || brace.commas.length > 0) continue;
-      const text = glob.slice(i, brace.close + 1);
-      if (!/^\{[-+]?[A-Za-z0-9]\.\.[-+]?[A-Za-z0-9]\}$/.test(text)) return text;
-    }
+  for (const { at, close, commas } of bracesOf(glob)) {
+    if (commas.length > 0) continue;
+    const text = glob.slice(at, close + 1);
+    if (!/^\{[-+]?[A-Za-z0-9]\.\.[-+]?[A-Za-z0-9]\}$/.test(text)) return text;
   }
   return undefined;
 }
@@ -334,11 +289,10 @@ function wideRange(glob: string): string | undefined {
  */
 function unbalanced(glob: string): { readonly char: string; readonly closer: boolean } | undefined {
   const open: string[] = [];
-  for (let i = 0; i < glob.length; i++) {
+  for (const { kind, at: i } of globTokens(glob)) {
+    if (kind !== 'char') continue;
     const c = glob[i]!;
-    if (c === '\\') i++;
-    else if (c === '[') i = classEnd(glob, i);
-    else if (c === '(' || c === '{') open.push(c);
+    if (c === '(' || c === '{') open.push(c);
     else if (c === ')' || c === '}') {
       const opener = c === ')' ? '(' : '{';
       const last = open.pop();
@@ -487,12 +441,8 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   // An escaped backslash outside a class: picomatch keeps it only before a few characters and
   // drops it before the rest (`x\\\\ y` is "x y", `x\\\\-y` is "x-y").
-  for (let i = 0; i < pattern.length; i++) {
-    if (pattern[i] === '[') i = Math.max(i, classEnd(pattern, i));
-    else if (pattern[i] === '\\') {
-      if (pattern[i + 1] === '\\') return { reason: 'holds an escaped backslash ("\\\\"), which picomatch drops before most characters ("x\\\\ y" selects "x y", not "x\\ y")', advice: 'write "[\\\\]" for a backslash of a name' };
-      i++;
-    }
+  for (const { kind, at } of globTokens(pattern)) {
+    if (kind === 'escape' && pattern[at + 1] === '\\') return { reason: 'holds an escaped backslash ("\\\\"), which picomatch drops before most characters ("x\\\\ y" selects "x y", not "x\\ y")', advice: 'write "[\\\\]" for a backslash of a name' };
   }
   const glob = globOf(pattern);
   if (glob === '') return { reason: 'is an exclusion of nothing', advice: 'write the files to exclude after the "!", as in "!archive/**"' };
