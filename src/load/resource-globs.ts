@@ -229,19 +229,51 @@ function cutByBraces(glob: string): string | undefined {
   return undefined;
 }
 
-/** A brace whose alternative makes "**" with a "*" beside the brace (`x/{*,}*` is x/** to a shell, picomatch's brace is not), or undefined. */
+/**
+ * A brace that makes "**" once a shell has expanded the braces (`x/{*,}*`, `x/{a,*}{b,*}`,
+ * `x/{{*,},}*` are x/** among others to a shell; picomatch's braces are not), or undefined: an
+ * expansion holding more "**" than the glob itself. Past 1,024 expansions, a brace with a "*"
+ * (or nothing) at an edge of an alternative, beside a "*" or another brace, counts.
+ */
 function braceMakesGlobstar(glob: string): string | undefined {
-  for (const { at, close, commas } of bracesOf(glob)) {
-    const before = glob[at - 1] === '*' && glob[at - 2] !== '\\';
-    const after = glob[close + 1] === '*';
-    const cuts = [at, ...commas, close];
-    for (let k = 0; k + 1 < cuts.length; k++) {
-      const alt = glob.slice(cuts[k]! + 1, cuts[k + 1]);
-      const endsStar = alt.endsWith('*') && !alt.endsWith('\\*');
-      if ((before && alt.startsWith('*')) || (after && endsStar) || (before && after && alt === '')) return glob.slice(at, close + 1);
-    }
+  const braces = bracesOf(glob);
+  if (braces.length === 0) return undefined;
+  const text = glob.slice(braces[0]!.at, braces[0]!.close + 1);
+  const stars = (g: string): number => g.match(/(?<!\\)\*\*/g)?.length ?? 0;
+  const expanded = expandAll(glob, 1024);
+  if (expanded === undefined) {
+    // Too many to expand: a brace whose alternative has a "*" (or nothing) at an edge, beside a
+    // "*" or another brace's edge across it.
+    const edge = (c: string | undefined): boolean => c !== undefined && '*{},'.includes(c);
+    const risky = braces.find(({ at, close, commas }) => {
+      const cuts = [at, ...commas, close];
+      return cuts.slice(0, -1).some((cut, k) => {
+        const alt = glob.slice(cut + 1, cuts[k + 1]);
+        return ((alt === '' || alt.startsWith('*')) && edge(glob[at - 1])) || ((alt === '' || (alt.endsWith('*') && !alt.endsWith('\\*'))) && edge(glob[close + 1]));
+      });
+    });
+    return risky === undefined ? undefined : glob.slice(risky.at, risky.close + 1);
   }
-  return undefined;
+  const own = stars(glob);
+  return expanded.some((e) => stars(e) > own) ? text : undefined;
+}
+
+/** Every expansion of a glob's braces with commas, as a shell expands them (outer first, then inner); undefined past `limit`. */
+function expandAll(glob: string, limit: number): string[] | undefined {
+  const out: string[] = [];
+  const queue = [glob];
+  while (queue.length > 0) {
+    const g = queue.pop()!;
+    const brace = bracesOf(g).find((b) => b.commas.length > 0);
+    if (brace === undefined) {
+      out.push(g);
+      continue;
+    }
+    const cuts = [brace.at, ...brace.commas, brace.close];
+    for (let k = 0; k + 1 < cuts.length; k++) queue.push(g.slice(0, brace.at) + g.slice(cuts[k]! + 1, cuts[k + 1]) + g.slice(brace.close + 1));
+    if (out.length + queue.length > limit) return undefined;
+  }
+  return out;
 }
 
 /** Each brace of a glob that closes (escapes and classes skipped), in the order they open: its "{", the commas at its own level, its "}". */
@@ -501,7 +533,7 @@ export function globProblem(pattern: string): GlobProblem | undefined {
   }
   const starred = braceMakesGlobstar(glob);
   if (starred !== undefined) {
-    return { reason: `holds the brace "${starred.slice(0, 40)}", which makes "**" with the "*" beside it, any folders to a shell ("x/{*,}*" is x/** and x/*) and one name to picomatch`, advice: 'write the alternatives as separate globs ("x/**", "x/*")' };
+    return { reason: `holds the brace "${starred.slice(0, 40)}", which makes "**" with the "*" beside it, once a shell has expanded the braces: any folders to a shell ("x/{*,}*" is x/** and x/*) and one name to picomatch`, advice: 'write the alternatives as separate globs ("x/**", "x/*")' };
   }
   const cut = cutByBraces(glob);
   if (cut !== undefined) {

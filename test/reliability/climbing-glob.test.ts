@@ -505,7 +505,7 @@ describe('globs that a pull request can bend, round seven', () => {
   }
 
   it('globs within the limit one by one, over it together, are refused together', async () => {
-    const glob = (n: number) => `t${n}/${'{a,*}'.repeat(11)}.yaml`;
+    const glob = (n: number) => `t${n}/${'{a,b}*'.repeat(11)}.yaml`;
     const repo = tree({ 'dus-sync.yaml': config([0, 1, 2].map(glob)), 'a/x.yaml': firmware('1.0.0') });
     const r = await runCli(['validate'], { cwd: repo });
     expect(r.code).toBe(1);
@@ -857,7 +857,8 @@ describe('a link the walk does not follow, where no glob can match below it', ()
     ['envs/*\\\\\\\\', 'holds three or more backslashes in a row'], ['!envs/a]\\\\\\\\', 'holds three or more backslashes in a row'], ['envs/@(a)\\\\\\\\', 'holds three or more backslashes in a row'],
     ['envs/[ab]+.yaml', 'holds "[ab]+", which picomatch passes to its regular expression, where the "+" makes the class before it repeat'], ['envs/+(a| )/*.yaml', 'holds the extglob "+(…", which picomatch reads here as plain text'],
     ['envs/pr\\\\ od/*.yaml', 'holds an escaped backslash'], ['**@(prod|a)/*.yaml', 'holds "**" within a name'], ['envs/{pro,x}+d/*.yaml', 'the "+" makes the brace before it repeat'],
-    ['envs/[{a,b}]/*.yaml', 'a class or extglob with a brace or a comma that a shell\'s brace expansion cuts through'], ['envs/{@(prod,x),c}/*.yaml', 'holds "@(prod,"'], ['!envs/{*,}*', 'which makes "**" with the "*" beside it']] as const) {
+    ['envs/[{a,b}]/*.yaml', 'a class or extglob with a brace or a comma that a shell\'s brace expansion cuts through'], ['envs/{@(prod,x),c}/*.yaml', 'holds "@(prod,"'], ['!envs/{*,}*', 'which makes "**" with the "*" beside it'],
+    ['envs/{{*,},}*', 'holds the brace "{{*,},}", which makes "**"'], ['!envs/{a,*}{b,*}', 'holds the brace "{a,*}", which makes "**"']] as const) {
     it(`${glob}: refused (picomatch reads it otherwise than it looks), not read silently other than meant`, async () => {
       const repo = tree({ 'dus-sync.yaml': config([glob]), 'envs/prod/a.yaml': firmware('1.0.0') });
       const r = await runCli(['validate'], { cwd: repo });
